@@ -34,10 +34,11 @@ web: $(WEB_STAMP)
 
 $(WEB_STAMP): package.json package-lock.json book/_ext/widgets-offline.js
 	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
-	rm -rf webassets && mkdir -p webassets/mathjax webassets/html-manager
+	rm -rf webassets && mkdir -p webassets/mathjax webassets/html-manager/dist
 	cp -r node_modules/mathjax/es5/{tex-chtml.js,a11y,adaptors,input,output,sre,ui} webassets/mathjax/
 	cp node_modules/requirejs/require.js webassets/require.min.js
-	cp node_modules/@jupyter-widgets/html-manager/dist/embed-amd.js node_modules/@jupyter-widgets/html-manager/dist/*.{woff,woff2,ttf,eot,svg} webassets/html-manager/
+	cp node_modules/@jupyter-widgets/html-manager/dist/embed-amd.js webassets/html-manager/
+	cp node_modules/@jupyter-widgets/html-manager/dist/*.{woff,woff2,ttf,eot,svg} webassets/html-manager/dist/
 	cp book/_ext/widgets-offline.js webassets/
 	touch $@
 

@@ -107,8 +107,8 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
             "choice d_k = d_model / n_head is not a whole number.</p>"
         )
     d_k = d_model // n_head
-    mha = MultiHeadAttention(n_head, d_model, d_k, d_k, dropout=0.0).eval()
-    with torch.no_grad():
+    with torch.device("meta"):
+        mha = MultiHeadAttention(n_head, d_model, d_k, d_k, dropout=0.0).eval()
         steps, _ = multihead_shape_trace(mha, torch.zeros(B, T, d_model))
     rows = []
     for s in steps:

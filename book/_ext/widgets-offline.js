@@ -3,14 +3,10 @@
   "use strict";
   var here = document.currentScript.src;
   var base = here.slice(0, here.lastIndexOf("/") + 1);
-  var manager = base + "html-manager/embed-amd";
-  // The manager finds its fonts next to the URL its AMD modules were loaded from.
+  // The manager finds its fonts relative to the URL of its AMD module
+  // "@jupyter-widgets/html-manager/dist/libembed-amd", i.e. in html-manager/dist/.
   window.requirejs.config({
-    paths: {
-      "@jupyter-widgets/html-manager": manager,
-      "@jupyter-widgets/base": manager,
-      "@jupyter-widgets/controls": manager,
-    },
+    paths: { "@jupyter-widgets/html-manager": base + "html-manager" },
   });
   // The manager still calls MathJax 2's MathJax.Hub.Queue; the book ships MathJax 3.
   function addHub() {

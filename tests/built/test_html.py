@@ -1,0 +1,74 @@
+"""Checks on the built HTML files themselves: offline, complete, no leaks."""
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+import yaml
+
+from .conftest import HTML, ROOT, built_pages
+
+PAGES = built_pages()
+
+
+class Resources(HTMLParser):
+    """Collects every URL a browser would fetch while loading the page."""
+
+    def __init__(self):
+        super().__init__()
+        self.urls = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in ("script", "img", "iframe", "source", "audio", "video", "embed") and attrs.get(
+            "src"
+        ):
+            self.urls.append(attrs["src"])
+        if tag == "link" and attrs.get("href"):
+            rel = attrs.get("rel", "")
+            if any(r in rel for r in ("stylesheet", "preload", "icon", "modulepreload")):
+                self.urls.append(attrs["href"])
+
+
+def test_the_book_was_built(html_root):
+    assert PAGES, "no pages in _build/html"
+
+
+def test_every_toc_page_is_built(html_root):
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    entries = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    for entry in entries:
+        assert (html_root / f"{entry}.html").is_file(), entry
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_page_fetches_nothing_from_outside(page):
+    parser = Resources()
+    parser.feed((HTML / page).read_text())
+    outside = [u for u in parser.urls if re.match(r"^(https?:)?//", u)]
+    assert outside == [], f"{page} loads {outside}"
+    for url in parser.urls:
+        if url.startswith(("data:", "#")):
+            continue
+        target = (HTML / page).parent / url.split("?")[0].split("#")[0]
+        assert target.resolve().is_file(), f"{page} refers to missing {url}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_machine_paths_in_pages(page):
+    text = (HTML / page).read_text()
+    assert not re.search(r"(/(tmp|root|work|home)/[A-Za-z])|file://", text)
+
+
+def test_math_and_widgets_are_served_by_the_site(html_root):
+    assert (html_root / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert (html_root / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    assert (html_root / "_static" / "html-manager" / "embed-amd.js").is_file()
+    assert (html_root / "_static" / "require.min.js").is_file()
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name.startswith("q")], ids=str)
+def test_chapters_have_explorers_and_no_glue_left_unresolved(page):
+    text = (HTML / page).read_text()
+    assert 'class="explorer"' in text, f"{page} has no explorer"
+    assert "{glue" not in text and "glue:text" not in text
