@@ -146,3 +146,72 @@ def test_static_explorers_respond_to_every_control(visit, page_path):
             assert current() != before, f"explorer {e}, control {c} did not change the figure"
         assert current() != first
     assert [e for e in v.errors if not any(k in e for k in KNOWN_UPSTREAM_ERRORS)] == []
+
+
+@pytest.mark.parametrize("page_path", PAGES, ids=str)
+def test_readable_at_phone_width(visit, page_path):
+    v = visit(page_path, width=375)
+    overflow = v.page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 1, f"the page scrolls sideways by {overflow}px at 375px"
+
+
+def _contrast(fg, bg):
+    def luminance(rgb):
+        channels = []
+        for c in rgb[:3]:
+            c = c / 255
+            channels.append(c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4)
+        return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+    lighter, darker = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+@pytest.mark.parametrize("page_path", EXPLORER_PAGES, ids=str)
+def test_figures_and_explorers_stay_legible_in_dark_mode(browser, server, page_path):
+    context = browser.new_context(color_scheme="dark")
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/{page_path.as_posix()}", wait_until="load")
+        assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+        colours = page.evaluate(
+            """() => [...document.querySelectorAll('.explorer')].map(e => {
+                const s = getComputedStyle(e);
+                return [s.color, s.backgroundColor];
+            })"""
+        )
+        for fg, bg in colours:
+            rgb = [[int(x) for x in c[c.index("(") + 1 : -1].split(",")[:3]] for c in (fg, bg)]
+            assert _contrast(*rgb) >= 4.5, f"explorer text {fg} on {bg}"
+        # Figures are drawn on an opaque white ground, so dark mode cannot hide their ink.
+        alphas = page.evaluate(
+            """async () => {
+                const out = [];
+                const figures = document.querySelectorAll('img.explorer-view, .cell_output img');
+                for (const img of figures) {
+                    await img.decode();
+                    const c = document.createElement('canvas');
+                    c.width = img.naturalWidth; c.height = img.naturalHeight;
+                    const ctx = c.getContext('2d');
+                    ctx.drawImage(img, 0, 0);
+                    out.push(ctx.getImageData(1, 1, 1, 1).data[3]);
+                }
+                return out;
+            }"""
+        )
+        assert alphas and all(a == 255 for a in alphas), alphas
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("page_path", EXPLORER_PAGES, ids=str)
+def test_figures_have_alt_text(visit, page_path):
+    v = visit(page_path)
+    alts = v.page.evaluate(
+        "[...document.querySelectorAll('img.explorer-view, .cell_output img')].map(i => i.alt)"
+    )
+    assert alts, "a chapter without figures"
+    bad = [a for a in alts if not a.strip() or a.endswith((".png", ".svg", ".jpg"))]
+    assert bad == [], f"figures whose alt text is missing or a file name: {bad}"

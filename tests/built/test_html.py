@@ -72,3 +72,45 @@ def test_chapters_have_explorers_and_no_glue_left_unresolved(page):
     text = (HTML / page).read_text()
     assert 'class="explorer"' in text, f"{page} has no explorer"
     assert "{glue" not in text and "glue:text" not in text
+
+
+class Links(HTMLParser):
+    """Collects internal link targets and the ids a page defines."""
+
+    def __init__(self):
+        super().__init__()
+        self.hrefs, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+
+
+def _parse_links(page):
+    parser = Links()
+    parser.feed((HTML / page).read_text())
+    return parser
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_internal_links_and_anchors_resolve(page):
+    links = _parse_links(page)
+    broken = []
+    for href in links.hrefs:
+        if re.match(r"^([a-z]+:|//)", href):  # another site, mailto:, javascript:
+            continue
+        path, _, anchor = href.partition("#")
+        target = ((HTML / page).parent / path.split("?")[0]).resolve() if path else HTML / page
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file():
+            broken.append(href)
+            continue
+        if anchor and target.suffix == ".html":
+            ids = _parse_links(target.relative_to(HTML)).ids if target != HTML / page else links.ids
+            if anchor not in ids:
+                broken.append(href)
+    assert broken == [], f"{page} has broken links: {broken}"
