@@ -13,11 +13,12 @@ export OMP_NUM_THREADS ?= 2
 export MPLBACKEND := Agg
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup web book book-cdn serve test test-unit test-book lint bench clean
+.PHONY: help setup web book book-instructor serve test test-unit test-book lint bench clean
 
 help:
 	@echo "make book   set up, then build the HTML book into $(HTML) (executes every notebook)"
 	@echo "make test   set up, then run the whole suite (unit, book build, built HTML, browser)"
+	@echo "make book-instructor  the same book with every solution shown, in $(INSTRUCTOR)"
 	@echo "make serve  serve $(HTML) on http://127.0.0.1:$(PORT)"
 	@echo "make bench  build and explorer timings (see benchmarks/README.md)"
 
@@ -49,6 +50,12 @@ book: setup
 	$(BIN)/jupyter-book build . -n -W --keep-going
 	@echo "Built. Open $(HTML)/index.html, or run 'make serve' and visit http://127.0.0.1:$(PORT)"
 
+# Solutions shown, in its own folder; notebooks come from the same execution cache.
+INSTRUCTOR := _build/instructor
+book-instructor: setup web
+	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
+	@echo "Instructor edition built. Open $(INSTRUCTOR)/_build/html/index.html"
+
 serve:
 	@test -f $(HTML)/index.html || { echo "No book yet: run 'make book' first."; exit 1; }
 	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(HTML)
@@ -65,6 +72,7 @@ test-book: setup web
 	$(BIN)/jupyter-book build . -n -W --keep-going
 
 test: lint test-unit test-book
+	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
 	$(BIN)/pytest -q tests/built
 
 bench: setup web

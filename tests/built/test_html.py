@@ -114,3 +114,32 @@ def test_internal_links_and_anchors_resolve(page):
             if anchor not in ids:
                 broken.append(href)
     assert broken == [], f"{page} has broken links: {broken}"
+
+
+INSTRUCTOR_HTML = ROOT / "_build" / "instructor" / "_build" / "html"
+CHAPTERS = [p for p in PAGES if p.name.startswith("q")]
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_student_edition_hides_solutions_and_instructor_edition_shows_them(page):
+    student = (HTML / page).read_text()
+    assert (INSTRUCTOR_HTML / page).is_file(), "build the instructor edition: make book-instructor"
+    instructor = (INSTRUCTOR_HTML / page).read_text()
+    n_exercises = student.count('class="exercise admonition"')
+    assert n_exercises >= 3
+    assert 'class="solution' not in student
+    assert instructor.count('class="solution') == n_exercises
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_launch_buttons_point_to_this_repository_and_notebook(page):
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]["url"].removeprefix("https://github.com/")
+    branch = config["repository"]["branch"]
+    notebook = page.with_suffix(".ipynb").as_posix()
+    assert (ROOT / notebook).is_file()
+    text = (HTML / page).read_text()
+    assert f'href="https://mybinder.org/v2/gh/{repo}/{branch}?urlpath=lab/tree/{notebook}"' in text
+    colab = f'href="https://colab.research.google.com/github/{repo}/blob/{branch}/{notebook}"'
+    assert colab in text
+    assert f'href="../_sources/{notebook}"' in text  # download the notebook itself
