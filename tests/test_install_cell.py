@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -67,7 +68,16 @@ def test_install_cell_installs_into_a_clean_environment(tmp_path):
     check = "import importlib.util; print(importlib.util.find_spec('tutorial_lib') is None)"
     missing = subprocess.run([python, "-c", check], cwd=work, capture_output=True, text=True)
     assert missing.stdout.strip() == "True", missing.stderr
-    env = os.environ | {"TUTORIAL_LIB_SOURCE": str(ROOT), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    # Install from a copy: building in the checkout would leave build/ behind in it.
+    checkout = tmp_path / "checkout"
+    shutil.copytree(
+        ROOT / "tutorial_lib",
+        checkout / "tutorial_lib",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, checkout / name)
+    env = os.environ | {"TUTORIAL_LIB_SOURCE": str(checkout), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     subprocess.run([python, "-c", source], check=True, env=env, cwd=work)
     done = subprocess.run(
         [
