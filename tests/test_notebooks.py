@@ -61,6 +61,7 @@ def test_chapter_has_the_books_shape(path):
     n_solutions = len(re.findall(r"\{solution\}", text))
     assert n_solutions == len(re.findall(r"\{exercise\}", text)), "one solution per exercise"
     assert "## Summary" in text
+    assert len(re.findall(r"\{term\}", text)) >= 3, "link the glossary from first uses"
     assert "{bibliography}" in text
 
 
