@@ -10,7 +10,6 @@ HTML := _build/html
 PORT ?= 8000
 # One BLAS thread per process keeps the 2-core timings steady and the results repeatable.
 export OMP_NUM_THREADS ?= 2
-export MPLBACKEND := Agg
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: help setup web book book-instructor serve test test-unit test-book lint bench clean

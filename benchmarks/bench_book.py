@@ -18,9 +18,9 @@ JB = [str(Path(sys.executable).parent / "jupyter-book"), "build", ".", "-n", "-W
 
 def _build() -> float:
     start = time.perf_counter()
-    subprocess.run(
-        JB, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=os.environ | {"MPLBACKEND": "Agg"}
-    )
+    # No MPLBACKEND here: notebooks need matplotlib's inline backend to put figures in pages.
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    subprocess.run(JB, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=env)
     return time.perf_counter() - start
 
 
