@@ -1,0 +1,249 @@
+"""tutorial_lib.norms against PyTorch's own layers, its padding mask, and its errors."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from tutorial_lib.norms import BatchNorm, LayerNorm, RMSNorm
+
+
+def rand(*shape, seed=0, scale=1.0, shift=0.0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=torch.float64) * scale + shift
+
+
+def lengths_mask(lengths, T):
+    return torch.arange(T) < torch.as_tensor(lengths)[:, None]  # (B, T), True = real token
+
+
+def randomise_affine(*modules, seed=7):
+    """Give every module the same non-trivial weight and bias, so the affine part is tested."""
+    g = torch.Generator().manual_seed(seed)
+    D = modules[0].weight.shape[0]
+    weight = 1 + 0.3 * torch.randn(D, generator=g, dtype=torch.float64)
+    bias = 0.2 * torch.randn(D, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        for m in modules:
+            m.weight.copy_(weight)
+            if getattr(m, "bias", None) is not None:
+                m.bias.copy_(bias)
+
+
+# -- LayerNorm -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [1e-5, 1e-6, 0.1])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layernorm_matches_torch(eps, affine):
+    B, T, D = 3, 5, 8
+    ours = LayerNorm(D, eps=eps, elementwise_affine=affine).double()
+    theirs = nn.LayerNorm(D, eps=eps, elementwise_affine=affine).double()
+    if affine:
+        randomise_affine(ours, theirs)
+    x = rand(B, T, D, scale=3.0, shift=1.5).requires_grad_()
+    x2 = x.detach().clone().requires_grad_()
+    torch.testing.assert_close(ours(x), theirs(x2))
+    ours(x).pow(3).sum().backward()
+    theirs(x2).pow(3).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad)
+    if affine:
+        torch.testing.assert_close(ours.weight.grad, theirs.weight.grad)
+        torch.testing.assert_close(ours.bias.grad, theirs.bias.grad)
+
+
+def test_layernorm_token_ignores_its_neighbours():
+    B, T, D = 4, 6, 8
+    ln = LayerNorm(D).double()
+    x = rand(B, T, D)
+    y = ln(x)
+    x_other = rand(B, T, D, seed=3)
+    x_other[1, 2] = x[1, 2]  # the same token, everything around it different
+    assert torch.equal(ln(x_other)[1, 2], y[1, 2])
+
+
+def test_layernorm_ignores_the_padding_mask():
+    ln = LayerNorm(8).double()
+    x = rand(2, 5, 8)
+    assert torch.equal(ln(x), ln(x, lengths_mask([5, 2], 5)))
+
+
+# -- RMSNorm -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [1e-6, 1e-2])
+def test_rmsnorm_matches_its_definition_and_torch(eps):
+    B, T, D = 2, 4, 6
+    ours = RMSNorm(D, eps=eps).double()
+    theirs = nn.RMSNorm(D, eps=eps).double()
+    randomise_affine(ours, theirs)
+    x = rand(B, T, D, shift=2.0)
+    by_definition = x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps) * ours.weight
+    torch.testing.assert_close(ours(x), by_definition)
+    torch.testing.assert_close(ours(x), theirs(x))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), D=st.integers(2, 12))
+def test_rmsnorm_commutes_with_rotations_and_layernorm_does_not(seed, D):
+    x = rand(2, 3, D, seed=seed, shift=1.0)
+    Q, _ = torch.linalg.qr(rand(D, D, seed=seed + 1))  # a random orthogonal matrix
+    rms = RMSNorm(D, elementwise_affine=False)
+    torch.testing.assert_close(rms(x @ Q), rms(x) @ Q)
+    # LayerNorm = RMSNorm after centring; centring commutes with Q only if Q keeps 1 = (1, ..., 1).
+    ln = LayerNorm(D, eps=1e-6, elementwise_affine=False)
+    centred = x - x.mean(-1, keepdim=True)
+    torch.testing.assert_close(ln(x), rms(centred))
+    ones = torch.ones(D, dtype=torch.float64) / D**0.5
+    if (ones @ Q - ones).abs().max() > 1e-3:
+        assert (ln(x @ Q) - ln(x) @ Q).abs().max() > 1e-6
+
+
+# -- BatchNorm against nn.BatchNorm1d on the transposed input ------------------------------
+
+
+def bn1d_on_tokens(bn1d, x):
+    """nn.BatchNorm1d wants (B, D, T): the feature axis second."""
+    return bn1d(x.transpose(1, 2)).transpose(1, 2)  # (B, T, D)
+
+
+@pytest.mark.parametrize("momentum", [0.1, 0.5, None])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batchnorm_matches_torch_in_train_and_eval(momentum, affine):
+    B, T, D = 4, 6, 5
+    ours = BatchNorm(D, momentum=momentum, affine=affine).double()
+    theirs = nn.BatchNorm1d(D, momentum=momentum, affine=affine).double()
+    if affine:
+        randomise_affine(ours, theirs)
+    for step in range(3):  # several batches, so the running statistics really move
+        x = rand(B, T, D, seed=step, scale=2.0, shift=step - 1.0).requires_grad_()
+        x2 = x.detach().clone().requires_grad_()
+        y, y2 = ours(x), bn1d_on_tokens(theirs, x2)
+        torch.testing.assert_close(y, y2)
+        (y * rand(B, T, D, seed=50)).sum().backward()
+        (y2 * rand(B, T, D, seed=50)).sum().backward()
+        torch.testing.assert_close(x.grad, x2.grad)
+    torch.testing.assert_close(ours.running_mean, theirs.running_mean)
+    torch.testing.assert_close(ours.running_var, theirs.running_var)
+    assert int(ours.num_batches_tracked) == int(theirs.num_batches_tracked) == 3
+    if affine:
+        torch.testing.assert_close(ours.weight.grad, theirs.weight.grad)
+        torch.testing.assert_close(ours.bias.grad, theirs.bias.grad)
+    ours.eval(), theirs.eval()
+    x_test = rand(2, 9, D, seed=99, shift=4.0)  # longer and shifted: eval uses running stats
+    torch.testing.assert_close(ours(x_test), bn1d_on_tokens(theirs, x_test))
+    assert not torch.allclose(ours(x_test).mean(dim=(0, 1)), torch.zeros(D, dtype=torch.float64))
+
+
+def test_batchnorm_without_running_stats_uses_batch_stats_in_eval():
+    D = 4
+    ours = BatchNorm(D, track_running_stats=False).double().eval()
+    theirs = nn.BatchNorm1d(D, track_running_stats=False).double().eval()
+    x = rand(3, 5, D, shift=2.0)
+    torch.testing.assert_close(ours(x), bn1d_on_tokens(theirs, x))
+
+
+def test_batchnorm_with_one_sequence_is_instance_norm():
+    # B = 1 in training mode: the statistics come from one sequence, per feature, over T.
+    D = 6
+    x = rand(1, 7, D, shift=1.0)
+    bn = BatchNorm(D, affine=False).double()
+    inorm = nn.InstanceNorm1d(D)
+    torch.testing.assert_close(bn(x), inorm(x.transpose(1, 2)).transpose(1, 2))
+
+
+# -- the padding mask ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lengths", [[6, 6, 6], [6, 3, 1], [2, 5, 4]])
+def test_masked_batchnorm_is_batchnorm1d_on_the_real_tokens(lengths):
+    B, T, D = 3, 6, 5
+    mask = lengths_mask(lengths, T)
+    ours = BatchNorm(D).double()
+    theirs = nn.BatchNorm1d(D).double()
+    randomise_affine(ours, theirs)
+    for step in range(2):
+        x = rand(B, T, D, seed=10 + step, shift=1.0)
+        y = ours(x, mask)
+        torch.testing.assert_close(y[mask], theirs(x[mask]))  # x[mask]: (N, D) real tokens
+    torch.testing.assert_close(ours.running_mean, theirs.running_mean)
+    torch.testing.assert_close(ours.running_var, theirs.running_var)
+    ours.eval(), theirs.eval()
+    x = rand(B, T, D, seed=30)
+    torch.testing.assert_close(ours(x, mask)[mask], theirs(x[mask]))
+
+
+@pytest.mark.parametrize("pad_value", [0.0, 1e6, float("nan"), float("inf")])
+def test_masked_batchnorm_ignores_padded_values_exactly(pad_value):
+    B, T, D = 3, 5, 4
+    mask = lengths_mask([5, 2, 3], T)
+    x = rand(B, T, D, shift=0.5).requires_grad_()
+    bn_clean, bn_padded = BatchNorm(D).double(), BatchNorm(D).double()
+    y_clean = bn_clean(x, mask)
+    x_padded = torch.where(mask[..., None], x.detach(), pad_value).requires_grad_()
+    y_padded = bn_padded(x_padded, mask)
+    assert torch.equal(y_padded[mask], y_clean[mask])
+    assert torch.equal(bn_padded.running_mean, bn_clean.running_mean)
+    assert torch.equal(bn_padded.running_var, bn_clean.running_var)
+    # No gradient reaches a padded position from a real token's output.
+    y_padded[mask].sum().backward()
+    assert torch.equal(x_padded.grad[~mask], torch.zeros_like(x_padded.grad[~mask]))
+
+
+def test_unmasked_batchnorm_is_moved_by_padding():
+    # The failure the mask fixes: zeros in padded slots drag the per-feature mean towards 0.
+    T, D = 6, 4
+    x = rand(3, T, D, shift=2.0)
+    mask = lengths_mask([6, 2, 2], T)
+    x = torch.where(mask[..., None], x, 0.0)
+    bn = BatchNorm(D).double()
+    mean_all, _, n_all = bn.batch_statistics(x)
+    mean_real, _, n_real = bn.batch_statistics(x, mask)
+    assert (n_all, n_real) == (18, 10)
+    torch.testing.assert_close(mean_all, mean_real * n_real / n_all)
+    assert (mean_real - mean_all).abs().min() > 0.3
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+LAYERS = {"LayerNorm": LayerNorm, "RMSNorm": RMSNorm, "BatchNorm": BatchNorm}
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+@pytest.mark.parametrize(
+    "shape,words",
+    [((4, 8), "(B, T, D)"), ((2, 3, 4, 8), "(B, T, D)"), ((2, 3, 7), "D = d_model = 8")],
+)
+def test_bad_input_shapes_name_the_expected_shape(name, shape, words):
+    layer = LAYERS[name](8)
+    with pytest.raises(ValueError, match=r"expects") as info:
+        layer(torch.randn(*shape))
+    assert words in str(info.value)
+    assert str(tuple(shape)).replace(",)", ")") in str(info.value)
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_bad_masks_are_rejected(name):
+    layer = LAYERS[name](4)
+    x = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"\(B, T\) = \(2, 3\)"):
+        layer(x, torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="bool"):
+        layer(x, torch.ones(2, 3))
+
+
+def test_batchnorm_errors():
+    with pytest.raises(ValueError, match="no real token"):
+        BatchNorm(4)(torch.randn(2, 3, 4), torch.zeros(2, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="more than one"):
+        BatchNorm(4)(torch.randn(1, 1, 4))
+    mask = torch.zeros(2, 3, dtype=torch.bool)
+    mask[0, 0] = True
+    with pytest.raises(ValueError, match="1 real token"):
+        BatchNorm(4)(torch.randn(2, 3, 4), mask)
+    with pytest.raises(ValueError, match="momentum"):
+        BatchNorm(4, momentum=1.5)
+    with pytest.raises(ValueError, match="d_model"):
+        LayerNorm(0)
