@@ -1,0 +1,241 @@
+"""Why attention scores are scaled: softmax sharpness, its Jacobian, and the saturation explorer.
+
+Dimension letters, fixed book-wide:
+    B    batch size
+    T    sequence length (T_q for queries, T_k for keys and values)
+    d_k  per-head width of queries and keys
+    d_v  per-head width of values
+
+A *row* below is one query's scores or weights over the T keys; functions act
+on the last axis and keep every leading axis (..., T).
+
+Introduced in chapter Q2 ("Why are the scores divided by sqrt(d_k)?").
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from functools import lru_cache
+
+import torch
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import NullLocator, StrMethodFormatter
+from torch import Tensor
+
+__all__ = [
+    "SCALINGS",
+    "score_scale",
+    "random_dot_products",
+    "softmax_entropy",
+    "softmax_jacobian",
+    "softmax_jacobian_norm",
+    "sharpness",
+    "draw_saturation",
+    "saturation_explorer",
+]
+
+# The factor that multiplies q·k, by name. "none" is the unscaled dot product.
+SCALINGS = {
+    "none": lambda d_k: 1.0,
+    "1/√d_k": lambda d_k: 1.0 / math.sqrt(d_k),
+    "1/d_k": lambda d_k: 1.0 / d_k,
+}
+
+# ||J||_F of softmax is largest, 1/2, for two keys sharing the weight equally.
+MAX_JACOBIAN_NORM = 0.5
+
+
+@contextmanager
+def _one_thread():
+    # A frame's tensors are tiny: waking a second thread costs more than the arithmetic,
+    # and on a busy machine far more.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def score_scale(d_k: int, scaling: str) -> float:
+    """The number that multiplies q·k for ``scaling`` in ``SCALINGS`` at width d_k."""
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {list(SCALINGS)}; got {scaling!r}")
+    if not isinstance(d_k, int) or d_k <= 0:
+        raise ValueError(f"d_k must be a positive integer; got d_k={d_k!r}")
+    return SCALINGS[scaling](d_k)
+
+
+@lru_cache(maxsize=64)
+def random_dot_products(d_k: int, T: int, n_query: int = 64, seed: int = 0) -> Tensor:
+    """Unscaled scores q·k for random q, k with i.i.d. N(0, 1) entries: (n_query, T).
+
+    Each of the n_query queries (n_query, d_k) meets the same T keys (T, d_k), as
+    the queries of one sequence do. Seeded and cached: the explorer's frames for
+    one (d_k, T) share these numbers, so toggling the scaling rescales the very
+    same scores. Treat the result as read-only.
+    """
+    if d_k <= 0 or T <= 0 or n_query <= 0:
+        raise ValueError(f"d_k, T and n_query must be positive; got {d_k}, {T}, {n_query}")
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(n_query, d_k, generator=generator)  # (n_query, d_k)
+    k = torch.randn(T, d_k, generator=generator)  # (T, d_k)
+    return q @ k.T  # (n_query, T)
+
+
+def _check_weights(weights: Tensor) -> None:
+    if weights.dim() < 1 or weights.shape[-1] < 1:
+        raise ValueError(
+            f"weights must be (..., T) with T >= 1 keys on the last axis; got shape "
+            f"{tuple(weights.shape)}"
+        )
+
+
+def softmax_entropy(weights: Tensor) -> Tensor:
+    """Entropy in nats of each row of weights (..., T) -> (...).
+
+    0 for a one-hot row, log T for a uniform one; 0·log 0 counts as 0.
+    """
+    _check_weights(weights)
+    logs = torch.where(weights > 0, weights.log(), torch.zeros_like(weights))
+    return -(weights * logs).sum(-1)
+
+
+def softmax_jacobian(weights: Tensor) -> Tensor:
+    """d softmax(s) / d s for each row: diag(p) - p p^T, from weights p (..., T) -> (..., T, T)."""
+    _check_weights(weights)
+    return torch.diag_embed(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)
+
+
+def softmax_jacobian_norm(weights: Tensor) -> Tensor:
+    """Frobenius norm of each row's softmax Jacobian, without building it: (..., T) -> (...).
+
+    ||diag(p) - p p^T||_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2. It bounds how
+    much of an upstream gradient reaches the scores: near 0 both for a one-hot
+    row (saturated) and for a long uniform row (about 1/sqrt(T)); at most 1/2.
+    """
+    _check_weights(weights)
+    p2 = (weights**2).sum(-1)
+    p3 = (weights**3).sum(-1)
+    return (p2 - 2 * p3 + p2**2).clamp_min(0).sqrt()
+
+
+def sharpness(scores: Tensor) -> dict[str, Tensor]:
+    """How peaked softmax makes each row of scores (..., T): a dict of (...) tensors.
+
+    ``entropy`` (nats), ``entropy_fraction`` (entropy / log T: 1 = uniform, 0 = one-hot),
+    ``max_weight`` (the row's largest weight) and ``jacobian_norm`` (||J||_F).
+    Reduce them as the question needs: the median describes a typical query,
+    the mean is pulled up by the few rows that are still near a tie.
+    """
+    weights = torch.softmax(scores, dim=-1)  # (..., T)
+    T = scores.shape[-1]
+    entropy = softmax_entropy(weights)  # (...)
+    return {
+        "entropy": entropy,
+        "entropy_fraction": entropy / math.log(T) if T > 1 else torch.zeros_like(entropy),
+        "max_weight": weights.max(dim=-1).values,
+        "jacobian_norm": softmax_jacobian_norm(weights),
+    }
+
+
+def draw_saturation(fig, d_k: int, scaling: str, T: int, n_query: int = 64, seed: int = 0):
+    """The saturation explorer's frame: scores, one query's weights, and three medians.
+
+    Left: histogram of the n_query x T scores, with the band of +-3 standard
+    deviations (the range the seed note quotes) and the mean of each row's
+    largest score. Middle: the weights of one typical query, sorted. Right:
+    entropy / log T, the largest weight and ||J||_F / 1/2, medians over queries.
+    The x-axis of the scores is fixed per d_k, so toggling the scaling shows the
+    same scores shrink. Medians describe a typical query: when the scores are
+    spread wide, a few near-ties keep the mean Jacobian norm up while most rows
+    pass almost nothing.
+    """
+    scale = score_scale(d_k, scaling)
+    std = scale * math.sqrt(d_k)  # the scores' standard deviation in theory
+    with _one_thread():
+        scores = scale * random_dot_products(d_k, T, n_query, seed)  # (n_query, T)
+        weights = torch.softmax(scores, dim=-1)  # (n_query, T)
+        stats = {name: value.median().item() for name, value in sharpness(scores).items()}
+        counts = torch.histc(scores, bins=41, min=-4.5 * std, max=4.5 * std)
+        row_max = scores.max(dim=-1).values.mean().item()
+        order = weights.max(dim=-1).values.argsort()
+        # One typical query: the row whose largest weight is the median over rows.
+        row = weights[order[len(order) // 2]].sort(descending=True).values  # (T,)
+
+    # Few axes and fixed ticks: tick objects, not data, are most of matplotlib's drawing time.
+    fig.subplots_adjust(left=0.03, right=0.72, bottom=0.1, top=0.82, wspace=0.12)
+    ax_scores, ax_weights = fig.subplots(1, 2, gridspec_kw={"width_ratios": [5, 4]})
+
+    # Scores: one stairs artist is far cheaper to draw than a bar per bin.
+    limit = 4.5 * math.sqrt(d_k)  # fixed per d_k: scaled scores shrink visibly
+    edges = torch.linspace(-4.5 * std, 4.5 * std, 42)
+    ax_scores.stairs(counts.numpy(), edges.numpy(), fill=True, color="#0072B2", alpha=0.8)
+    ax_scores.axvspan(-3 * std, 3 * std, color="#E69F00", alpha=0.2, lw=0)
+    ax_scores.axvline(row_max, color="#D55E00", linestyle=":", lw=1.5)
+    ax_scores.set_xlim(-limit, limit)
+    ax_scores.set_xticks([-4 * round(limit / 4.5), 0, 4 * round(limit / 4.5)])
+    ax_scores.set_yticks([])
+    ax_scores.set_title(
+        f"scores × {scale:.3g}: std {std:.3g}, ±3 std shaded;\n"
+        f"dotted: mean largest score of a row, {row_max:.3g}",
+        fontsize=8,
+    )
+
+    ax_weights.step(range(1, T + 1), row.numpy(), where="mid", color="#009E73", lw=1.5)
+    ax_weights.axhline(1 / T, color="grey", linestyle=":", lw=1)
+    ax_weights.set_xscale("log")
+    ax_weights.xaxis.set_minor_locator(NullLocator())
+    ax_weights.set_xticks(sorted({t for t in (1, 10, 100) if t < T} | {T}), minor=False)
+    ax_weights.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
+    ax_weights.set_xlim(0.8, T * 1.25)
+    ax_weights.set_ylim(0, 1.02)
+    ax_weights.set_yticks([0, 0.5, 1])
+    ax_weights.set_title("one query's weights by rank;\ndotted: uniform, 1/T", fontsize=8)
+
+    # The averages as bars drawn straight on the figure: a third axes would cost more
+    # than the rest of the frame.
+    x0, width = 0.75, 0.21
+    rows = [
+        ("entropy / log T", stats["entropy_fraction"], "#56B4E9"),
+        ("largest weight", stats["max_weight"], "#009E73"),
+        ("‖J‖_F / ½ (gradient)", stats["jacobian_norm"] / MAX_JACOBIAN_NORM, "#CC79A7"),
+    ]
+    for i, (name, value, colour) in enumerate(rows):
+        y = 0.6 - 0.2 * i
+        fig.text(x0, y + 0.06, f"{name}: {value:.2f}", fontsize=8, va="bottom")
+        fig.add_artist(Rectangle((x0, y), width, 0.05, color="#e6e6e6", transform=fig.transFigure))
+        fig.add_artist(
+            Rectangle((x0, y), width * value, 0.05, color=colour, transform=fig.transFigure)
+        )
+    for ax in (ax_scores, ax_weights):
+        ax.tick_params(labelsize=7, pad=1)
+    fig.text(x0, 0.86, f"median of {n_query} queries", fontsize=8)
+    return ax_scores, ax_weights
+
+
+def saturation_explorer(
+    d_ks=(4, 16, 64, 256, 1024),
+    scalings=("none", "1/√d_k"),
+    Ts=(8, 64, 512),
+    initial: dict | None = None,
+):
+    """The chapter's explorer over d_k (log steps), the scaling and T: 30 frames by default."""
+    from .widgets import Explorer
+
+    return Explorer(
+        draw_saturation,
+        {"d_k": list(d_ks), "scaling": list(scalings), "T": list(Ts)},
+        labels={"d_k": "d_k", "scaling": "scaling", "T": "T (keys)"},
+        initial=initial
+        or {
+            "d_k": 64 if 64 in d_ks else d_ks[0],
+            "scaling": scalings[0],
+            "T": 64 if 64 in Ts else Ts[0],
+        },
+        figsize=(8.0, 3.1),
+        title="Softmax saturation: random q, k with unit-variance entries",
+        alt="Histogram of attention scores, one query's sorted weights, and bars for "
+        "entropy, largest weight and softmax Jacobian norm",
+    )
