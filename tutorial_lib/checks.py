@@ -41,6 +41,11 @@ __all__ = [
     "compare_and_explain",
     "attention_check_inputs",
     "check_attention",
+    "check_causal_mask",
+    "check_multihead",
+    "check_layer_norm",
+    "check_sinusoidal_encoding",
+    "check_rope",
 ]
 
 # Tolerances for float32 results that should agree up to rounding.
@@ -348,3 +353,296 @@ def check_attention(fn: Callable[..., tuple[Tensor, Tensor]]) -> None:
                 f"to {difference:.3g}. The output is weights @ v: (B, H, T_q, T_k) @ "
                 "(B, H, T_k, d_v) -> (B, H, T_q, d_v).",
             )
+
+
+# -- masks (chapter Q1, and the whole-Transformer chapter) -------------------------------
+
+
+def check_causal_mask(fn: Callable[[int], Tensor]) -> None:
+    """Check a learner's ``fn(T) -> (T, T)`` boolean causal mask, True = may attend.
+
+    Position i may attend to keys j <= i. Catches a mask that lets the past see
+    the future, the flipped convention, a mask that hides the diagonal, and
+    non-boolean masks.
+    """
+    check = "check_causal_mask"
+    T = 5
+    mask = call_learner(check, fn, T, call=f"fn({T})", names=("T",))
+    expect_shape(check, mask, (T, T), f"fn({T})", "(T, T)")
+    if mask.dtype != torch.bool:
+        fail(check, f"the mask should be boolean (True = may attend); got dtype {mask.dtype}")
+    expected = torch.ones(T, T, dtype=torch.bool).tril()
+    if torch.equal(mask, expected):
+        return
+    future = (mask & ~expected).nonzero().tolist()
+    if torch.equal(mask, ~expected):
+        fail(
+            check,
+            "your mask is True where a query must NOT look: in this book True means "
+            "*may attend*, so row i is True for j <= i (use .tril(), not .triu(1)).",
+        )
+    if torch.equal(mask, expected.tril(-1)):
+        fail(
+            check,
+            "your mask hides the diagonal: position i may attend to itself (j = i), "
+            "so use .tril() (diagonal=0), not .tril(-1).",
+        )
+    if future:
+        i, j = future[0]
+        fail(
+            check,
+            f"the future leaks: query {i} may attend to key {j} > {i}. Row i must be "
+            "False for every j > i.",
+        )
+    i, j = (expected & ~mask).nonzero().tolist()[0]
+    fail(check, f"query {i} may not attend to key {j} <= {i}, which it should.")
+
+
+# -- multi-head shapes (chapter Q1) ------------------------------------------------------
+
+
+def check_multihead(fn: Callable[..., Tensor]) -> None:
+    """Check ``fn(x, w_q, w_k, w_v, w_o, n_head) -> (B, T, D)``, multi-head self-attention.
+
+    x is (B, T, D); the four weights are (D, D) matrices used as ``x @ w``; head h
+    uses columns h*d_k ... (h+1)*d_k - 1 with d_k = D / n_head; no residual and no
+    LayerNorm (chapter Q1's exercise). Catches a single head over all of D, the
+    scale 1/sqrt(D) instead of 1/sqrt(d_k), heads split along the wrong axis, and
+    a missing output projection.
+    """
+    check = "check_multihead"
+    g = torch.Generator().manual_seed(1)
+    Bn, T, D, Hn = 2, 4, 12, 3
+    x = torch.randn(Bn, T, D, generator=g)
+    w_q, w_k, w_v, w_o = (torch.randn(D, D, generator=g) / math.sqrt(D) for _ in range(4))
+    out = call_learner(
+        check,
+        fn,
+        x,
+        w_q,
+        w_k,
+        w_v,
+        w_o,
+        Hn,
+        call="fn(x, w_q, w_k, w_v, w_o, n_head)",
+        names=("x", "w_q", "w_k", "w_v", "w_o", "n_head"),
+    )
+    expect_shape(check, out, (Bn, T, D), "the output", "(B, T, D)")
+    d_k = D // Hn
+
+    def heads(t):  # (B, T, D) -> (B, H, T, d_k)
+        return t.view(Bn, T, Hn, d_k).transpose(1, 2)
+
+    def run(q, k, v, scale):
+        o, _ = scaled_dot_product_attention(q, k, v, scale=scale)
+        return o
+
+    q, k, v = x @ w_q, x @ w_k, x @ w_v  # (B, T, D)
+    concat = run(heads(q), heads(k), heads(v), None).transpose(1, 2).reshape(Bn, T, D)
+    expected = concat @ w_o
+
+    def wrong_split(t):  # the last axis read as (d_k, H) instead of (H, d_k)
+        return t.view(Bn, T, d_k, Hn).permute(0, 3, 1, 2)
+
+    wrong = run(wrong_split(q), wrong_split(k), wrong_split(v), None)
+    mistakes = [
+        Mistake(
+            "one head over all of D",
+            f"this is single-head attention of width D = {D}. Split q, k and v into "
+            f"n_head = {Hn} slices of d_k = {d_k} columns and attend in each slice.",
+            run(q, k, v, 1 / math.sqrt(D)) @ w_o,
+        ),
+        Mistake(
+            "scale 1/sqrt(D)",
+            f"each head's scores were divided by sqrt(D) = {math.sqrt(D):.3g}; a head has "
+            f"width d_k = {d_k}, so divide by sqrt(d_k) = {math.sqrt(d_k):.3g}.",
+            run(heads(q), heads(k), heads(v), 1 / math.sqrt(D)).transpose(1, 2).reshape(Bn, T, D)
+            @ w_o,
+        ),
+        Mistake(
+            "heads split along the wrong axis",
+            "head h must use the contiguous columns h*d_k ... (h+1)*d_k - 1 (a view as "
+            "(B, T, H, d_k)), not every n_head-th column.",
+            wrong.transpose(1, 2).reshape(Bn, T, D) @ w_o,
+        ),
+        Mistake(
+            "missing output projection",
+            "the heads were concatenated but not mixed: multiply the concatenation by w_o.",
+            concat,
+        ),
+    ]
+    compare_and_explain(
+        check, "your output", out.detach(), expected, mistakes, "concat(head_1, ..., head_H) @ w_o"
+    )
+
+
+# -- LayerNorm (chapter Q4) --------------------------------------------------------------
+
+
+def check_layer_norm(fn: Callable[..., Tensor]) -> None:
+    """Check ``fn(x, gamma, beta, eps=1e-5) -> y`` for x (B, T, D), gamma and beta (D,).
+
+    Each token is normalised over its D features with the biased variance, then
+    scaled by gamma and shifted by beta. Catches normalising over the wrong axis
+    (BatchNorm's or the whole sequence's), the unbiased variance, eps outside the
+    square root, and gamma/beta left out.
+    """
+    check = "check_layer_norm"
+    g = torch.Generator().manual_seed(2)
+    Bn, T, D = 3, 4, 6
+    x = 2.0 + 3.0 * torch.randn(Bn, T, D, generator=g)
+    gamma, beta = 1 + torch.rand(D, generator=g), torch.randn(D, generator=g)
+    eps = 1e-1  # large, so where eps goes shows in the result
+    y = call_learner(
+        check,
+        fn,
+        x,
+        gamma,
+        beta,
+        eps=eps,
+        call="fn(x, gamma, beta, eps=0.1)",
+        names=("x", "gamma", "beta"),
+    )
+    expect_shape(check, y, (Bn, T, D), "the output", "(B, T, D)")
+
+    def norm(dims, unbiased=False, eps_inside=True):
+        mean = x.mean(dims, keepdim=True)
+        var = x.var(dims, keepdim=True, unbiased=unbiased)
+        z = (x - mean) / (var + eps).sqrt() if eps_inside else (x - mean) / (var.sqrt() + eps)
+        return z * gamma + beta
+
+    expected = torch.nn.functional.layer_norm(x, (D,), gamma, beta, eps)
+    mistakes = [
+        Mistake(
+            "statistics over the batch and positions (BatchNorm's axes)",
+            "each feature was normalised over all B*T tokens. LayerNorm normalises each "
+            "token over its own D features: mean and variance over dim=-1.",
+            norm((0, 1)),
+        ),
+        Mistake(
+            "statistics over the whole sequence",
+            "each sequence was normalised over all its T*D numbers. LayerNorm keeps one "
+            "mean and variance per token: over dim=-1 only.",
+            norm((1, 2)),
+        ),
+        Mistake(
+            "unbiased variance",
+            "the variance divides by D - 1; LayerNorm (and nn.LayerNorm) divides by D: "
+            "use var(dim=-1, unbiased=False).",
+            norm(-1, unbiased=True),
+        ),
+        Mistake(
+            "eps outside the square root",
+            "eps was added to the standard deviation; it belongs inside: "
+            "(x - mean) / sqrt(var + eps).",
+            norm(-1, eps_inside=False),
+        ),
+        Mistake(
+            "gamma and beta left out",
+            "the normalised tokens were returned as they are: multiply by gamma and add beta.",
+            (norm(-1) - beta) / gamma,
+        ),
+    ]
+    compare_and_explain(
+        check,
+        "your output",
+        y.detach(),
+        expected,
+        mistakes,
+        "nn.functional.layer_norm over the last axis",
+    )
+
+
+# -- positions (chapters Q3a and Q3b) ----------------------------------------------------
+
+
+def check_sinusoidal_encoding(fn: Callable[[int, int], Tensor]) -> None:
+    """Check ``fn(max_len, d_model) -> (max_len, d_model)``, the paper's sinusoidal encoding.
+
+    Even columns 2i hold sin(p / 10000^(2i/D)), odd columns 2i+1 hold the cos of
+    the same angle. Catches sin and cos swapped, the two halves side by side
+    instead of interleaved, and the exponent i/D instead of 2i/D.
+    """
+    from .positional import sinusoidal_encoding
+
+    check = "check_sinusoidal_encoding"
+    L, D = 12, 8
+    pe = call_learner(check, fn, L, D, call=f"fn({L}, {D})", names=("max_len", "d_model"))
+    expect_shape(check, pe, (L, D), f"fn({L}, {D})", "(max_len, d_model)")
+    expected = sinusoidal_encoding(L, D)
+    p = torch.arange(L, dtype=torch.float64)[:, None]
+    i = torch.arange(D // 2, dtype=torch.float64)
+    angle = p / 10000 ** (2 * i / D)  # (L, D/2)
+    angle_i = p / 10000 ** (i / D)
+    mistakes = [
+        Mistake(
+            "sin and cos swapped",
+            "even columns take sin, odd columns cos.",
+            torch.stack([angle.cos(), angle.sin()], -1).flatten(-2).float(),
+        ),
+        Mistake(
+            "halves instead of interleaved",
+            "the sines fill the first D/2 columns and the cosines the rest; the paper "
+            "interleaves them: column 2i is sin, column 2i+1 is cos of the same angle.",
+            torch.cat([angle.sin(), angle.cos()], -1).float(),
+        ),
+        Mistake(
+            "exponent i/D",
+            "the frequency of pair i is 1/10000^(2i/D), not 1/10000^(i/D).",
+            torch.stack([angle_i.sin(), angle_i.cos()], -1).flatten(-2).float(),
+        ),
+    ]
+    compare_and_explain(
+        check,
+        "your encoding",
+        pe.detach().float(),
+        expected.float(),
+        mistakes,
+        "the paper's formula (Vaswani et al. 2017, section 3.5)",
+    )
+
+
+def check_rope(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
+    """Check ``fn(x, positions) -> rotated x`` for x (..., T, d): RoPE, RoFormer's layout.
+
+    Pair (2i, 2i+1) turns by positions * 10000^(-2i/d). Catches the rotation the
+    wrong way round, the GPT-NeoX pairing (i, i + d/2), and the exponent i/d.
+    Also checks the property that matters: scores depend only on m - n.
+    """
+    from .positional import apply_rope
+
+    check = "check_rope"
+    g = torch.Generator().manual_seed(3)
+    T, d = 6, 8
+    x = torch.randn(2, T, d, generator=g)
+    positions = torch.arange(T)
+    out = call_learner(check, fn, x, positions, call="fn(x, positions)", names=("x", "positions"))
+    expect_shape(check, out, (2, T, d), "fn(x, positions)", "(B, T, d)")
+    expected = apply_rope(x, positions)
+    mistakes = [
+        Mistake(
+            "rotation the wrong way round",
+            "each pair turned by minus the angle: the first output of a pair is "
+            "x1 cos - x2 sin, the second x1 sin + x2 cos.",
+            apply_rope(x, -positions),
+        ),
+        Mistake(
+            "pairs (i, i + d/2)",
+            "that is GPT-NeoX's layout; the RoFormer paper rotates adjacent pairs "
+            "(2i, 2i+1). Both work if used consistently, but this check follows the paper.",
+            apply_rope(x, positions, layout="half"),
+        ),
+        Mistake(
+            "exponent i/d",
+            "pair i turns by position * 10000^(-2i/d), not 10000^(-i/d).",
+            apply_rope(x, positions, base=10000.0**0.5),
+        ),
+    ]
+    compare_and_explain(
+        check,
+        "your rotated x",
+        out.detach(),
+        expected,
+        mistakes,
+        "apply_rope (RoFormer, Su et al.)",
+    )

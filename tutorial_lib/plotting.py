@@ -41,8 +41,9 @@ class ShapeStep:
 def multihead_shape_trace(mha: MultiHeadAttention, x: Tensor) -> tuple[list[ShapeStep], Tensor]:
     """Run self-attention on x (B, T, D) step by step, recording every tensor's shape.
 
-    The steps are those of :meth:`MultiHeadAttention.forward` (in eval mode),
-    so the returned output equals ``mha(x, x, x)[0]``; a test checks that.
+    The steps are those of ``forward`` of
+    :class:`~tutorial_lib.attention.MultiHeadAttention` (in eval mode), so the
+    returned output equals ``mha(x, x, x)[0]``; a test checks that.
     """
     B, T, _ = x.shape
     H, d_k, d_v = mha.n_head, mha.d_k, mha.d_v

@@ -143,3 +143,10 @@ def test_launch_buttons_point_to_this_repository_and_notebook(page):
     colab = f'href="https://colab.research.google.com/github/{repo}/blob/{branch}/{notebook}"'
     assert colab in text
     assert f'href="../_sources/{notebook}"' in text  # download the notebook itself
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_unrendered_directives(page):
+    """Directive text in a page means a parser read it as prose (e.g. autodoc output in MyST)."""
+    text = (HTML / page).read_text()
+    assert not re.search(r"\.\. (py:|auto\w+::|\w+::)", text), f"raw directive text in {page}"

@@ -1,0 +1,353 @@
+"""The experiments behind chapters Q3a and Q3b (positions): tiny models, toy tasks, training.
+
+Dimension letters as in :mod:`tutorial_lib.positional` (B, T, D, H, d_k, d_v).
+
+The chapters build each idea in visible cells; what lives here is what they and
+``make bench`` must share, so the book and the benchmark run the same code: the
+models, the toy tasks and the training loop of the length-extrapolation experiment.
+Figures and explorers for these chapters are in :mod:`tutorial_lib.positional_plots`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention, causal_mask
+from .positional import (
+    ALiBiBias,
+    LearnedPositionalEmbedding,
+    ReRoPE,
+    RoPE,
+    ShawRelativePosition,
+    SinusoidalPositionalEncoding,
+    T5RelativeBias,
+    TransformerXLRelativePosition,
+    with_positions,
+)
+
+__all__ = [
+    "one_thread",
+    "ReversalModel",
+    "train_reversal",
+    "VARIANTS",
+    "ExtrapolationConfig",
+    "PositionModel",
+    "lag_copy_batch",
+    "hold_last_value_batch",
+    "TASKS",
+    "train_and_evaluate",
+    "extrapolation_experiment",
+    "summarise",
+]
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run tiny models on one CPU thread: at this size thread hand-offs cost more than they save."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3a: how the sqrt(d_model) factor sets the balance of tokens and positions
+# ---------------------------------------------------------------------------------------
+
+
+class ReversalModel(nn.Module):
+    """Embedding (x factor) + positions, one multi-head attention layer, a small MLP, a readout.
+
+    tokens (B, T) -> logits (B, T, vocab). The embedding is initialised
+    N(0, embed_std^2), multiplied by ``embed_factor`` and added to the positions.
+    """
+
+    def __init__(
+        self,
+        vocab: int,
+        d_model: int,
+        max_len: int,
+        positions: str = "sinusoidal",
+        embed_std: float = 1.0,
+        embed_factor: float = 1.0,
+        n_head: int = 4,
+    ):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        nn.init.normal_(self.embed.weight, std=embed_std)
+        self.embed_factor = embed_factor
+        if positions == "sinusoidal":
+            self.positions = SinusoidalPositionalEncoding(d_model)
+        elif positions == "learned":
+            self.positions = LearnedPositionalEmbedding(max_len, d_model, init_std=0.02)
+        else:
+            raise ValueError(f"positions must be 'sinusoidal' or 'learned'; got {positions!r}")
+        d_head = d_model // n_head
+        self.attention = MultiHeadAttention(n_head, d_model, d_head, d_head, dropout=0.0)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 2 * d_model), nn.ReLU(), nn.Linear(2 * d_model, d_model)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.readout = nn.Linear(d_model, vocab)
+
+    def inputs(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        """The two parts added at the input: token part (B, T, D) and position part (T, D)."""
+        tokens_part = self.embed(tokens) * self.embed_factor  # (B, T, D)
+        return tokens_part, self.positions.encoding(tokens.shape[1])
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        h = self.positions(self.embed(tokens) * self.embed_factor)  # (B, T, D)
+        h, _ = self.attention(h, h, h)  # (B, T, D)
+        h = self.norm(h + self.mlp(h))  # (B, T, D)
+        return self.readout(h)  # (B, T, vocab)
+
+
+def train_reversal(
+    model: ReversalModel, T: int, vocab: int, steps: int = 200, seed: int = 0
+) -> dict[str, float]:
+    """Train ``model`` to output its input reversed; returns final loss and held-out accuracy."""
+    optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
+    data = torch.Generator().manual_seed(seed + 1)
+    losses = []
+    with one_thread():
+        for _ in range(steps):
+            tokens = torch.randint(0, vocab, (32, T), generator=data)
+            logits = model(tokens)
+            loss = nn.functional.cross_entropy(
+                logits.reshape(-1, vocab), tokens.flip(1).reshape(-1)
+            )
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+        tokens = torch.randint(0, vocab, (1000, T), generator=torch.Generator().manual_seed(1234))
+        with torch.no_grad():
+            accuracy = (model(tokens).argmax(-1) == tokens.flip(1)).float().mean().item()
+    return {"loss": sum(losses[-20:]) / 20, "accuracy": accuracy}
+
+
+# ---------------------------------------------------------------------------------------
+# Q3b: the length-extrapolation experiment
+# ---------------------------------------------------------------------------------------
+
+VARIANTS = ["none", "learned", "sinusoidal", "shaw", "xl", "t5", "alibi", "rope", "rerope"]
+
+
+@dataclass
+class ExtrapolationConfig:
+    train_len: int = 16  # L: the longest sequence seen in training
+    eval_lens: tuple[int, ...] = (16, 32, 64)  # L, 2L, 4L
+    d_model: int = 32  # D: tiny, so every variant trains in seconds on one CPU thread
+    n_head: int = 4  # H: ALiBi needs a few heads for a spread of slopes
+    n_layer: int = 1  # one layer: enough for the tasks, and the cheapest
+    steps: int = 300  # Adam steps at lr 3e-3: most variants fit both tasks at L in this budget
+    batch: int = 32
+    lag: int = 3  # lag-copy task: the answer at t is the token at t - lag
+    shaw_clip: int = 8  # Shaw's K: distances beyond K share one vector
+    rerope_window: int = 8  # ReRoPE's w: below the training length, so w was seen in training
+    t5_buckets: int = 32  # T5's defaults; with L = 16 only the 16 exact buckets are ever used
+    t5_max_distance: int = 128
+    eval_batch: int = 256
+    seeds: tuple[int, ...] = (0,)
+    variants: tuple[str, ...] = tuple(VARIANTS)
+    tasks: tuple[str, ...] = ("lag", "hold")
+
+
+def _parts(variant: str, cfg: ExtrapolationConfig):
+    """Factories: (absolute encoding, score bias, rotation); each returns a module or None."""
+    D, H, d_k = cfg.d_model, cfg.n_head, cfg.d_model // cfg.n_head
+    none = lambda: None  # noqa: E731
+    table = {
+        "none": (none, none, none),
+        # Rows up to the longest evaluation length, so longer inputs run: rows past L never train.
+        "learned": (lambda: LearnedPositionalEmbedding(max(cfg.eval_lens), D), none, none),
+        "sinusoidal": (lambda: SinusoidalPositionalEncoding(D), none, none),
+        "shaw": (none, lambda: ShawRelativePosition(d_k, d_k, cfg.shaw_clip), none),
+        "xl": (none, lambda: TransformerXLRelativePosition(H, d_k), none),
+        "t5": (
+            none,
+            lambda: T5RelativeBias(H, False, cfg.t5_buckets, cfg.t5_max_distance),
+            none,
+        ),
+        "alibi": (none, lambda: ALiBiBias(H), none),
+        "rope": (none, none, lambda: RoPE()),
+        "rerope": (none, none, lambda: ReRoPE(window=cfg.rerope_window)),
+    }
+    if variant not in table:
+        raise ValueError(f"variant must be one of {list(table)}; got {variant!r}")
+    return table[variant]
+
+
+class _Block(nn.Module):
+    def __init__(self, D: int, H: int, bias, rotation):
+        super().__init__()
+        attention = MultiHeadAttention(H, D, D // H, D // H, dropout=0.0)
+        self.attention = with_positions(attention, bias=bias, rotation=rotation)
+        self.mlp = nn.Sequential(nn.Linear(D, 4 * D), nn.ReLU(), nn.Linear(4 * D, D))
+        self.norm = nn.LayerNorm(D)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        x, _ = self.attention(x, x, x, mask=mask)  # (B, T, D), residual and LayerNorm inside
+        return self.norm(x + self.mlp(x))  # (B, T, D)
+
+
+class PositionModel(nn.Module):
+    """A causal Transformer of ``n_layer`` post-LN blocks with one position variant plugged in.
+
+    tokens (B, T) -> logits (B, T, vocab). Every block gets its own copy of the
+    variant's score bias or rotation.
+    """
+
+    def __init__(self, variant: str, vocab: int, cfg: ExtrapolationConfig):
+        super().__init__()
+        self.variant = variant
+        make_absolute, make_bias, make_rotation = _parts(variant, cfg)
+        self.embed = nn.Embedding(vocab, cfg.d_model)
+        self.absolute = make_absolute()
+        self.blocks = nn.ModuleList(
+            _Block(cfg.d_model, cfg.n_head, make_bias(), make_rotation())
+            for _ in range(cfg.n_layer)
+        )
+        self.readout = nn.Linear(cfg.d_model, vocab)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        x = self.embed(tokens)  # (B, T, D)
+        if self.absolute is not None:
+            x = self.absolute(x)
+        mask = causal_mask(tokens.shape[1], device=tokens.device)  # (T, T)
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.readout(x)  # (B, T, vocab)
+
+
+IGNORE = -100  # target value that cross_entropy skips
+
+
+def lag_copy_batch(n: int, T: int, generator: torch.Generator, lag: int = 3, vocab: int = 10):
+    """Tokens (n, T) uniform over ``vocab``; target at t: the token at t - lag (none if t < lag)."""
+    tokens = torch.randint(0, vocab, (n, T), generator=generator)
+    target = tokens.roll(lag, dims=1)  # (n, T)
+    target[:, :lag] = IGNORE
+    return tokens, target
+
+
+def hold_last_value_batch(
+    n: int, T: int, generator: torch.Generator, values: int = 8, fillers: int = 4, p: float = 0.3
+):
+    """Each token is a value (0..values-1, probability p) or a filler; target: the latest value."""
+    value = torch.randint(0, values, (n, T), generator=generator)
+    filler = values + torch.randint(0, fillers, (n, T), generator=generator)
+    is_value = torch.rand(n, T, generator=generator) < p
+    is_value[:, 0] = True  # so every position has a latest value
+    tokens = torch.where(is_value, value, filler)  # (n, T)
+    where = torch.where(is_value, torch.arange(T).expand(n, T), 0).cummax(dim=1).values
+    return tokens, tokens.gather(1, where)  # (n, T), (n, T)
+
+
+TASKS: dict[str, tuple[Callable, int, str]] = {
+    "lag": (lag_copy_batch, 10, "copy the token 3 places back"),
+    "hold": (hold_last_value_batch, 12, "repeat the latest value token"),
+}
+
+
+def train_and_evaluate(
+    variant: str, task: str, cfg: ExtrapolationConfig, seed: int = 0
+) -> dict[str, object]:
+    """Train one variant on sequences of length L, then measure accuracy at every eval length.
+
+    Returns {"variant", "task", "seed", "train_seconds", "accuracy": {T: acc},
+    "accuracy_beyond_L": {T: acc over positions >= L only},
+    "focus": {T: for the lag task, the mean weight the best head puts on the key ``lag``
+    back}, "far_attention": {T: that head's mean weight on keys L or more back}, "model"};
+    focus and far attention are measured on queries at positions >= L when T > L
+    (None for the hold task, whose target key moves).
+    """
+    make_batch, vocab, _ = TASKS[task]
+    kwargs = {"lag": cfg.lag} if task == "lag" else {}
+    torch.manual_seed(seed)
+    model = PositionModel(variant, vocab, cfg)
+    optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
+    data = torch.Generator().manual_seed(1000 + seed)
+    with one_thread():
+        start = time.perf_counter()
+        for _ in range(cfg.steps):
+            tokens, target = make_batch(cfg.batch, cfg.train_len, data, **kwargs)
+            logits = model(tokens)  # (B, L, vocab)
+            loss = nn.functional.cross_entropy(
+                logits.reshape(-1, vocab), target.reshape(-1), ignore_index=IGNORE
+            )
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        seconds = time.perf_counter() - start
+        model.eval()
+        accuracy, beyond, focus, far_attention = {}, {}, {}, {}
+        test = torch.Generator().manual_seed(77)  # the same test sequences for every variant
+        with torch.no_grad():
+            for T in cfg.eval_lens:
+                tokens, target = make_batch(cfg.eval_batch, T, test, **kwargs)
+                hit = model(tokens).argmax(-1) == target  # (n, T)
+                scored = target != IGNORE
+                accuracy[T] = (hit & scored).sum().item() / scored.sum().item()
+                far = scored.clone()
+                far[:, : cfg.train_len] = False
+                beyond[T] = (hit & far).sum().item() / far.sum().item() if far.any() else None
+                stats = _lag_head(model, cfg.train_len, cfg.lag) if task == "lag" else None
+                focus[T], far_attention[T] = stats or (None, None)
+    return {
+        "variant": variant,
+        "task": task,
+        "seed": seed,
+        "train_seconds": seconds,
+        "accuracy": accuracy,
+        "accuracy_beyond_L": beyond,
+        "focus": focus,
+        "far_attention": far_attention,
+        "model": model,
+    }
+
+
+def _lag_head(model: PositionModel, L: int, lag: int) -> tuple[float, float]:
+    """(focus, far) of the first layer's best head on the lag task, from its last call.
+
+    focus: mean weight on the key ``lag`` back; far: mean weight on keys L or more back.
+    Queries from position L on when T > L (those never seen in training), else from ``lag`` on.
+    """
+    weights = model.blocks[0].attention.attention.attn  # (B, H, T, T), kept by the last call
+    T = weights.shape[-1]
+    first = L if T > L else lag
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    target = (i - j == lag).to(weights.dtype)[first:]  # (T - first, T)
+    far = (i - j >= L).to(weights.dtype)[first:]
+    rows = weights[..., first:, :]  # (B, H, T - first, T)
+    per_head_focus = (rows * target).sum(-1).mean(dim=(0, 2))  # (H,)
+    best = int(per_head_focus.argmax())
+    return per_head_focus[best].item(), (rows[:, best] * far).sum(-1).mean().item()
+
+
+def extrapolation_experiment(cfg: ExtrapolationConfig) -> list[dict[str, object]]:
+    """Every (task, variant, seed) of ``cfg``: one row per run, as :func:`train_and_evaluate`."""
+    return [
+        train_and_evaluate(variant, task, cfg, seed)
+        for task in cfg.tasks
+        for variant in cfg.variants
+        for seed in cfg.seeds
+    ]
+
+
+def summarise(rows: list[dict], key: str = "accuracy") -> dict[tuple[str, str, int], list[float]]:
+    """(task, variant, T) -> the values of ``key`` over seeds, from experiment rows."""
+    table: dict[tuple[str, str, int], list[float]] = {}
+    for row in rows:
+        for T, value in row[key].items():
+            if value is not None:
+                table.setdefault((row["task"], row["variant"], T), []).append(value)
+    return table
