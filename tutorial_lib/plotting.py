@@ -92,8 +92,8 @@ def _head_bar(step: ShapeStep, H: int) -> str:
         )
         return f'<span title="{H} heads side by side">{cells}</span>'
     if "H," in step.letters:
-        return f'<span style="font-size:0.85em">{H} separate blocks</span>'
-    return f'<span style="display:inline-block;width:{width}px;height:10px;background:#999"></span>'
+        return f'<span style="font-size:0.85em">no: the {H} heads have their own axis</span>'
+    return '<span style="font-size:0.85em">no</span>'
 
 
 def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
@@ -129,7 +129,7 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
         )
     head = (
         "<tr><th>step</th><th>code</th><th>letters</th><th>shape</th><th>elements</th>"
-        "<th>contiguous</th><th>last axis</th></tr>"
+        "<th>contiguous</th><th>heads on the last axis?</th></tr>"
     )
     caption = (
         f"B={B}, T={T}, D=d_model={d_model}, H=n_head={n_head}, so d_k=d_v={d_k}. "

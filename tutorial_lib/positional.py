@@ -294,8 +294,9 @@ class TransformerXLRelativePosition(ScoreBias):
              + u.k_j             (c, global content bias)
              + v.W_R R_{i-j}     (d, global position bias)
 
-    The usual score gives (a); this bias returns scale * (b + c + d), computed for
-    every distance once and moved into place with :func:`relative_shift`.
+    The usual score gives (a); this bias returns scale * (b + c + d), with (b) + (d)
+    computed for every distance once and moved into place with :func:`relative_shift`
+    (``position_terms`` returns that part alone).
     q, k: (B, H, T, d_k); u, v: (H, d_k); W_R: (d_pos) -> (H * d_k).
     """
 
@@ -323,15 +324,19 @@ class TransformerXLRelativePosition(ScoreBias):
         r = self.w_r(r).view(-1, self.n_head, self.d_k)  # (N, H, d_k)
         return r.transpose(0, 1)  # (H, N, d_k)
 
-    def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
+    def position_terms(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
+        """scale * ((b) + (d)), the part of the score that depends on i - j: (..., H, T_q, T_k)."""
         self._check(q, k)
         T_q, T_k = q.shape[-2], k.shape[-2]
         distances = torch.arange(T_k - 1, -T_q, -1, device=q.device)  # (T_q + T_k - 1,)
         r = self.projected(distances)  # (H, T_q + T_k - 1, d_k)
         position = (q + self.v[:, None]) @ r.transpose(-2, -1)  # (..., H, T_q, T_q + T_k - 1)
-        position = relative_shift(position, T_k)  # (b) + (d): (..., H, T_q, T_k)
+        return relative_shift(position, T_k) * scale  # (..., H, T_q, T_k)
+
+    def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
+        position = self.position_terms(q, k, scale)  # (b) + (d), checks the shapes first
         content_bias = (self.u[:, None] @ k.transpose(-2, -1)).to(q.dtype)  # (c): (..., H, 1, T_k)
-        return (position + content_bias) * scale  # (..., H, T_q, T_k)
+        return position + content_bias * scale  # (..., H, T_q, T_k)
 
     def four_terms(self, q: Tensor, k: Tensor) -> dict[str, Tensor]:
         """The four unscaled terms computed directly, pair by pair: each (..., H, T_q, T_k)."""

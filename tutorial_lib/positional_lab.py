@@ -42,6 +42,7 @@ __all__ = [
     "hold_last_value_batch",
     "TASKS",
     "train_and_evaluate",
+    "position_part_by_distance",
     "extrapolation_experiment",
     "summarise",
 ]
@@ -266,9 +267,10 @@ def train_and_evaluate(
     Returns {"variant", "task", "seed", "train_seconds", "accuracy": {T: acc},
     "accuracy_beyond_L": {T: acc over positions >= L only},
     "focus": {T: for the lag task, the mean weight the best head puts on the key ``lag``
-    back}, "far_attention": {T: that head's mean weight on keys L or more back}, "model"};
-    focus and far attention are measured on queries at positions >= L when T > L
-    (None for the hold task, whose target key moves).
+    back}, "far_attention": {T: that head's mean weight on keys L or more back},
+    "best_head": {T: that head's index}, "model"}; focus, far attention and the best
+    head are measured on queries at positions >= L when T > L (None for the hold task,
+    whose target key moves).
     """
     make_batch, vocab, _ = TASKS[task]
     kwargs = {"lag": cfg.lag} if task == "lag" else {}
@@ -289,7 +291,7 @@ def train_and_evaluate(
             optimiser.step()
         seconds = time.perf_counter() - start
         model.eval()
-        accuracy, beyond, focus, far_attention = {}, {}, {}, {}
+        accuracy, beyond, focus, far_attention, best_head = {}, {}, {}, {}, {}
         test = torch.Generator().manual_seed(77)  # the same test sequences for every variant
         with torch.no_grad():
             for T in cfg.eval_lens:
@@ -301,7 +303,7 @@ def train_and_evaluate(
                 far[:, : cfg.train_len] = False
                 beyond[T] = (hit & far).sum().item() / far.sum().item() if far.any() else None
                 stats = _lag_head(model, cfg.train_len, cfg.lag) if task == "lag" else None
-                focus[T], far_attention[T] = stats or (None, None)
+                focus[T], far_attention[T], best_head[T] = stats or (None, None, None)
     return {
         "variant": variant,
         "task": task,
@@ -311,12 +313,13 @@ def train_and_evaluate(
         "accuracy_beyond_L": beyond,
         "focus": focus,
         "far_attention": far_attention,
+        "best_head": best_head,
         "model": model,
     }
 
 
-def _lag_head(model: PositionModel, L: int, lag: int) -> tuple[float, float]:
-    """(focus, far) of the first layer's best head on the lag task, from its last call.
+def _lag_head(model: PositionModel, L: int, lag: int) -> tuple[float, float, int]:
+    """(focus, far, best) of the first layer's best head on the lag task, from its last call.
 
     focus: mean weight on the key ``lag`` back; far: mean weight on keys L or more back.
     Queries from position L on when T > L (those never seen in training), else from ``lag`` on.
@@ -330,7 +333,39 @@ def _lag_head(model: PositionModel, L: int, lag: int) -> tuple[float, float]:
     rows = weights[..., first:, :]  # (B, H, T - first, T)
     per_head_focus = (rows * target).sum(-1).mean(dim=(0, 2))  # (H,)
     best = int(per_head_focus.argmax())
-    return per_head_focus[best].item(), (rows[:, best] * far).sum(-1).mean().item()
+    return per_head_focus[best].item(), (rows[:, best] * far).sum(-1).mean().item(), best
+
+
+def position_part_by_distance(model: PositionModel, tokens: Tensor, first: int = 0) -> Tensor:
+    """The position part of the first layer's scores, averaged per head and distance: (H, T).
+
+    tokens: (B, T). Entry [h, d] is the mean, over the batch and over queries i >= ``first``
+    with a key at distance d = i - j, of what head h's score bias adds for that pair: for
+    Transformer-XL its terms (b) + (d) (``position_terms``), otherwise the whole bias.
+    Distances no query reaches are NaN.
+    """
+    attention = model.blocks[0].attention.attention  # the PositionalAttention of block 0
+    if attention.bias is None:
+        raise ValueError(f"variant {model.variant!r} adds no bias to the scores")
+    seen = {}
+    hook = attention.register_forward_pre_hook(lambda _, args: seen.update(q=args[0], k=args[1]))
+    try:
+        with torch.no_grad():
+            model(tokens)
+    finally:
+        hook.remove()
+    q, k, scale = seen["q"], seen["k"], 1.0 / attention.temperature  # (B, H, T, d_k) each
+    with torch.no_grad():
+        terms = getattr(attention.bias, "position_terms", attention.bias)
+        part = terms(q, k, scale).expand(*q.shape[:-1], k.shape[-2])  # (B, H, T, T)
+    T = part.shape[-1]
+    profile = torch.full((part.shape[1], T), float("nan"))  # (H, T)
+    for d in range(T):
+        # Diagonal -d holds the pairs (i, i - d) for i = d .. T-1.
+        rows = part.diagonal(offset=-d, dim1=-2, dim2=-1)[..., max(first - d, 0) :]  # (B, H, n)
+        if rows.shape[-1]:
+            profile[:, d] = rows.mean(dim=(0, -1))
+    return profile
 
 
 def extrapolation_experiment(cfg: ExtrapolationConfig) -> list[dict[str, object]]:

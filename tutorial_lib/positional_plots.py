@@ -38,6 +38,7 @@ __all__ = [
     "rope_decay_bound",
     "draw_extrapolation",
     "draw_t5_table",
+    "draw_position_profile",
     "draw_rope_pair",
 ]
 
@@ -206,7 +207,8 @@ def _matrix_png(values, cmap: str, vmin: float, vmax: float, hidden=None) -> str
     return _png(rgba)
 
 
-SCORE_VARIANTS = ["Shaw (K=4)", "T5 buckets", "ALiBi", "RoPE", "ReRoPE (w=8)", "leaky ReRoPE"]
+# Shaw, ALiBi and ReRoPE as in chapter Q3b's experiment (K = 8, H = 4, w = 8).
+SCORE_VARIANTS = ["Shaw (K=8)", "T5 buckets", "ALiBi", "RoPE", "ReRoPE (w=8)", "leaky ReRoPE"]
 
 
 def position_scores_html(variant: str, T: int) -> str:
@@ -232,8 +234,8 @@ def position_scores_html(variant: str, T: int) -> str:
         causal = distance < 0  # future keys: hidden in causal variants
         lines = []  # (label, values over the last row, colour)
         if variant.startswith("Shaw"):
-            m = rel.clamp(-4, 4).numpy().astype(float)
-            title, cmap, lo, hi, hidden = "clip(j - i, -4, 4)", "RdBu_r", -4.5, 4.5, None
+            m = rel.clamp(-8, 8).numpy().astype(float)
+            title, cmap, lo, hi, hidden = "clip(j - i, -8, 8)", "RdBu_r", -8.5, 8.5, None
             lines.append(("clipped j - i", m[-1], "#0072B2"))
             ylab = "index into a^K, a^V"
         elif variant.startswith("T5"):
@@ -242,11 +244,11 @@ def position_scores_html(variant: str, T: int) -> str:
             lines.append(("bucket", m[-1], "#0072B2"))
             ylab = "bucket"
         elif variant == "ALiBi":
-            slopes = alibi_slopes(8).numpy()
+            slopes = alibi_slopes(4).numpy()
             m = -slopes[0] * distance.astype(float)
             lo = float(-slopes[0] * (T - 1))
-            title, cmap, hi, hidden = "head 1: -1/2 (i - j)", "magma", 0.0, causal
-            for h in (0, 2, 4, 7):
+            title, cmap, hi, hidden = "head 1: -1/4 (i - j)", "magma", 0.0, causal
+            for h in range(4):
                 row = -slopes[h] * distance[-1].astype(float)
                 lines.append((f"head {h + 1}: m=1/{round(1 / slopes[h])}", row, HEAD_COLOURS[h]))
             ylab = "bias added to scores"
@@ -315,9 +317,9 @@ def position_scores_explorer():
 
 
 def rope_decay_bound(distance: Tensor, d: int = 128, base: float = 10000.0) -> Tensor:
-    """RoFormer's long-range bound (Su et al., section 3.4.3): mean_j abs(S_j) per distance.
+    """RoFormer's long-range bound (Su et al., section 3.4.3): mean_l abs(S_l) per distance.
 
-    S_j = sum_{i<j} exp(1j * distance * theta_i), j = 1 .. d/2. (N,) -> (N,) float64.
+    S_l = sum_{s<l} exp(1j * distance * theta_s), l = 1 .. d/2. (N,) -> (N,) float64.
     """
     theta = sinusoidal_frequencies(d, base)  # (d/2,)
     phase = distance.to(torch.float64)[:, None] * theta  # (N, d/2)
@@ -373,6 +375,29 @@ def draw_t5_table(fig, model: PositionModel, train_len: int) -> None:
     ax.set_xlabel("bucket (0 = same position; causal, so distance i - j)", fontsize=8)
     ax.set_ylabel("learned bias", fontsize=8)
     ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.32, 1.0))
+    ax.tick_params(labelsize=7)
+
+
+def draw_position_profile(fig, profile: Tensor, best: int, train_len: int, lag: int) -> None:
+    """A score bias per head against the distance i - j, from ``position_part_by_distance``.
+
+    profile: (H, T). The best head is drawn bold, the others faint; distances from
+    ``train_len`` on, which training never produced, are shaded.
+    """
+    T = profile.shape[1]
+    ax = fig.subplots()
+    ax.axvspan(train_len - 0.5, T - 0.5, color="#eee", zorder=0)
+    ax.axvline(lag, color="grey", ls=":", lw=1)
+    for h in range(profile.shape[0]):
+        bold = h == best
+        label = f"head {h + 1}" + (" (best)" if bold else "")
+        ax.plot(profile[h], lw=1.6 if bold else 0.8, alpha=1.0 if bold else 0.45,
+                color=HEAD_COLOURS[h], label=label)  # fmt: skip
+    ax.text(train_len + 1, ax.get_ylim()[1] * 0.92, "distances never seen in training", fontsize=8)
+    ax.set_xlim(-0.5, T - 0.5)
+    ax.set_xlabel(f"distance i - j (dotted: {lag}, the key the task needs)", fontsize=8)
+    ax.set_ylabel("mean position part of the score", fontsize=8)
+    ax.legend(fontsize=7, frameon=False, loc="lower left")
     ax.tick_params(labelsize=7)
 
 

@@ -144,7 +144,7 @@ def draw_saturation(fig, d_k: int, scaling: str, T: int, n_query: int = 64, seed
     """The saturation explorer's frame: scores, one query's weights, and three medians.
 
     Left: histogram of the n_query x T scores, with the band of +-3 standard
-    deviations (the range the seed note quotes) and the mean of each row's
+    deviations (the range popular explanations quote) and the mean of each row's
     largest score. Middle: the weights of one typical query, sorted. Right:
     entropy / log T, the largest weight and ||J||_F / 1/2, medians over queries.
     The x-axis of the scores is fixed per d_k, so toggling the scaling shows the
