@@ -5,24 +5,12 @@ from __future__ import annotations
 import functools
 import statistics
 import time
-from contextlib import contextmanager
 
 from common import Result, time_explorer
 
+from tutorial_lib.training import one_thread
+
 SEEDS = (0, 1, 2)
-
-
-@contextmanager
-def one_thread():
-    """The chapter's tensors are tiny: one thread beats two that wait on each other."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def chapter_config():

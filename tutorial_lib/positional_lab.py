@@ -10,9 +10,8 @@ Figures and explorers for these chapters are in :mod:`tutorial_lib.positional_pl
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -30,9 +29,9 @@ from .positional import (
     TransformerXLRelativePosition,
     with_positions,
 )
+from .training import one_thread
 
 __all__ = [
-    "one_thread",
     "ReversalModel",
     "train_reversal",
     "VARIANTS",
@@ -46,17 +45,6 @@ __all__ = [
     "extrapolation_experiment",
     "summarise",
 ]
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run tiny models on one CPU thread: at this size thread hand-offs cost more than they save."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # ---------------------------------------------------------------------------------------

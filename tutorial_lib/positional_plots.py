@@ -25,9 +25,9 @@ from .positional_lab import (
     VARIANTS,
     ExtrapolationConfig,
     PositionModel,
-    one_thread,
     summarise,
 )
+from .training import one_thread
 
 __all__ = [
     "sinusoidal_explorer_html",

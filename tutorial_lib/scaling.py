@@ -15,13 +15,14 @@ Introduced in chapter Q2 ("Why are the scores divided by sqrt(d_k)?").
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from functools import lru_cache
 
 import torch
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import NullLocator, StrMethodFormatter
 from torch import Tensor
+
+from .training import one_thread
 
 __all__ = [
     "SCALINGS",
@@ -44,18 +45,6 @@ SCALINGS = {
 
 # ||J||_F of softmax is largest, 1/2, for two keys sharing the weight equally.
 MAX_JACOBIAN_NORM = 0.5
-
-
-@contextmanager
-def _one_thread():
-    # A frame's tensors are tiny: waking a second thread costs more than the arithmetic,
-    # and on a busy machine far more.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def score_scale(d_k: int, scaling: str) -> float:
@@ -154,7 +143,7 @@ def draw_saturation(fig, d_k: int, scaling: str, T: int, n_query: int = 64, seed
     """
     scale = score_scale(d_k, scaling)
     std = scale * math.sqrt(d_k)  # the scores' standard deviation in theory
-    with _one_thread():
+    with one_thread():
         scores = scale * random_dot_products(d_k, T, n_query, seed)  # (n_query, T)
         weights = torch.softmax(scores, dim=-1)  # (n_query, T)
         stats = {name: value.median().item() for name, value in sharpness(scores).items()}

@@ -14,7 +14,9 @@ Introduced in chapter Q5 ("The whole Transformer").
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -24,7 +26,24 @@ from torch import Tensor
 from .data import BOS, EOS, PAD, batches, make_batch, teacher_forcing
 from .model import Transformer
 
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run tiny models on one CPU thread: at this size thread hand-offs cost more than they save.
+
+    On a busy machine a second thread can make a small forward and backward pass many
+    times slower; one thread also gives the same bits on every run.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 __all__ = [
+    "one_thread",
     "teacher_forcing_loss",
     "greedy_decode",
     "greedy_decode_cached",
