@@ -154,3 +154,18 @@ def test_live_widget_redraws_when_a_control_moves():
     assert wider != before
     box.controls["scaling"].value = "1/√d_k"
     assert box.view.value not in (before, wider)
+
+
+def test_kept_figure_frames_equal_frames_drawn_on_a_new_figure():
+    """The explorer updates one figure's artists; every frame must look as if drawn afresh."""
+    explorer = saturation_explorer(d_ks=(4, 256), Ts=(8, 512))
+    frames = [
+        {"d_k": d_k, "scaling": scaling, "T": T}
+        for d_k in (4, 256)
+        for scaling in explorer.grid["scaling"]
+        for T in (8, 512)
+    ]
+    kept = [explorer.render(**params) for params in frames]
+    for params, png in zip(frames, kept, strict=True):
+        fresh = saturation_explorer(d_ks=(4, 256), Ts=(8, 512)).render(**params)
+        assert png == fresh, params

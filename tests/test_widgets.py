@@ -108,3 +108,19 @@ def test_frame_outside_the_grid_is_refused():
         explorer.frame(n=7, word="a")
     with pytest.raises(ValueError, match="missing parameter 'word'"):
         explorer.frame(n=1)
+
+
+def test_keep_figure_passes_the_previous_figure_uncleared():
+    seen = []
+
+    def draw(fig, n):
+        seen.append(len(fig.axes))
+        if not fig.axes:
+            fig.subplots()
+        fig.axes[0].set_title(str(n))
+
+    Explorer(draw, {"n": [1, 2, 3]}, keep_figure=True).frames()
+    assert seen == [0, 1, 1]
+    seen.clear()
+    Explorer(draw, {"n": [1, 2, 3]}).frames()
+    assert seen == [0, 0, 0]

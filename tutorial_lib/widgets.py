@@ -53,6 +53,10 @@ class Explorer:
         figsize, dpi: size of figure frames.
         alt: text alternative for the figure frames (defaults to the title).
         title: a line shown above the controls.
+        keep_figure: pass the figure of the previous frame to ``draw`` as it is,
+            not cleared, so a drawing function that keeps its axes and only
+            updates its artists' data can redraw faster. Such a function must
+            also draw correctly on a new, empty figure.
     """
 
     def __init__(
@@ -67,6 +71,7 @@ class Explorer:
         dpi: int = 72,
         alt: str | None = None,
         title: str = "",
+        keep_figure: bool = False,
     ):
         if kind not in ("figure", "html"):
             raise ValueError(f"kind must be 'figure' or 'html'; got {kind!r}")
@@ -92,6 +97,7 @@ class Explorer:
         self.dpi = dpi
         self.title = title
         self.alt = alt or title or "figure drawn by an explorer"
+        self.keep_figure = keep_figure
         self._frames: dict[tuple[int, ...], Any] = {}
         self._figure = None
 
@@ -121,11 +127,12 @@ class Explorer:
             return str(self.draw(**params))
         from matplotlib.figure import Figure
 
-        # One kept figure, cleared between frames: cheaper than a new figure each time.
+        # One kept figure, cleared between frames unless keep_figure: cheaper than a new one.
         if self._figure is None:
             self._figure = Figure(figsize=self.figsize, dpi=self.dpi, facecolor="white")
         fig = self._figure
-        fig.clear()
+        if not self.keep_figure:
+            fig.clear()
         self.draw(fig, **params)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=self.dpi, facecolor="white")
