@@ -40,6 +40,13 @@ $(WEB_STAMP): package.json package-lock.json book/_ext/widgets-offline.js
 	cp node_modules/@jupyter-widgets/html-manager/dist/embed-amd.js webassets/html-manager/
 	cp node_modules/@jupyter-widgets/html-manager/dist/*.{woff,woff2,ttf,eot,svg} webassets/html-manager/dist/
 	cp book/_ext/widgets-offline.js webassets/
+	# Noto Sans SC in unicode-range slices: a page fetches only the slices its Chinese needs.
+	mkdir -p webassets/noto-sans-sc/files
+	for w in 400 700; do \
+	  cp node_modules/@fontsource/noto-sans-sc/files/*-$$w-normal.woff2 webassets/noto-sans-sc/files/; \
+	  sed -E "s/, url\([^)]*\.woff\) format\('woff'\)//" node_modules/@fontsource/noto-sans-sc/$$w.css \
+	    > webassets/noto-sans-sc/$$w.css; \
+	done
 	touch $@
 
 # Offline when npm is here; otherwise say so once and build with the CDN defaults.

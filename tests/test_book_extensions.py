@@ -15,6 +15,7 @@ import offline_web  # noqa: E402
 def fake_config(**values):
     defaults = {
         "html_static_path": [],
+        "html_css_files": ["book.css"],
         "mathjax_path": "https://cdn.example/mathjax.js",
         "nb_ipywidgets_js": {"https://cdn.example/require.js": {}},
         "hide_solutions": False,
@@ -32,6 +33,7 @@ def test_offline_assets_replace_every_cdn_script(tmp_path):
     assert config.html_static_path == ["webassets"]
     assert config.mathjax_path == "mathjax/tex-chtml.js"
     assert not any("://" in url for url in config.nb_ipywidgets_js)
+    assert config.html_css_files == ["book.css", "noto-sans-sc/400.css", "noto-sans-sc/700.css"]
 
 
 def test_without_assets_the_cdn_defaults_stay(tmp_path):
@@ -39,6 +41,7 @@ def test_without_assets_the_cdn_defaults_stay(tmp_path):
     offline_web.configure_offline_assets(SimpleNamespace(srcdir=str(tmp_path)), config)
     assert config.mathjax_path.startswith("https://")
     assert config.html_static_path == []
+    assert config.html_css_files == ["book.css"]
 
 
 @pytest.mark.parametrize("edition,hidden", [(None, True), ("student", True), ("instructor", False)])

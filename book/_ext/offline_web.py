@@ -1,4 +1,4 @@
-"""Serve MathJax, require.js and the ipywidgets HTML manager from the built site.
+"""Serve MathJax, require.js, the ipywidgets HTML manager and a CJK font from the built site.
 
 By default a Jupyter Book page loads all three from CDNs, so offline the math
 shows raw TeX and saved widgets stay blank. `make web` copies them from the
@@ -29,6 +29,13 @@ def configure_offline_assets(app, config):
     config.html_static_path = [*config.html_static_path, ASSETS]
     # Relative paths are read relative to _static by both Sphinx and MyST-NB.
     config.mathjax_path = "mathjax/tex-chtml.js"
+    # A Chinese font for readers whose system has none (the chapter titles carry the
+    # original questions in Chinese); book.css names it last in the font stack.
+    config.html_css_files = [
+        *config.html_css_files,
+        "noto-sans-sc/400.css",
+        "noto-sans-sc/700.css",
+    ]
     config.nb_ipywidgets_js = {
         "require.min.js": {},
         "widgets-offline.js": {},

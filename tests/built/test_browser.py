@@ -215,3 +215,22 @@ def test_figures_have_alt_text(visit, page_path):
     assert alts, "a chapter without figures"
     bad = [a for a in alts if not a.strip() or a.endswith((".png", ".svg", ".jpg"))]
     assert bad == [], f"figures whose alt text is missing or a file name: {bad}"
+
+
+@pytest.mark.parametrize("page_path", EXPLORER_PAGES, ids=str)
+def test_chinese_text_has_a_font_served_by_the_site(visit, page_path):
+    """Titles carry the original question in Chinese; a system without CJK fonts shows boxes."""
+    v = visit(page_path)
+    title = v.page.evaluate("document.querySelector('h1').textContent")
+    chinese = [c for c in title if "\u4e00" <= c <= "\u9fff"]
+    assert chinese, "the chapter title should carry the original question in Chinese"
+    v.page.evaluate("document.fonts.ready")
+    assert v.page.evaluate(
+        "([font, text]) => document.fonts.check(font, text)",
+        ['16px "Noto Sans SC"', "".join(chinese)],
+    )
+    loaded = v.page.evaluate(
+        "[...document.fonts].filter(f => f.family.includes('Noto Sans SC')"
+        " && f.status === 'loaded').length"
+    )
+    assert loaded > 0, "no slice of the book's Chinese font was loaded"
