@@ -24,11 +24,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .attention import _shape
+
 __all__ = ["LayerNorm", "BatchNorm", "RMSNorm", "check_tokens", "check_padding_mask"]
-
-
-def _shape(t: Tensor) -> str:
-    return "(" + ", ".join(str(s) for s in t.shape) + ")"
 
 
 def check_tokens(x: Tensor, d_model: int, layer: str) -> None:

@@ -41,7 +41,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention, ScaledDotProductAttention, attention_scores
+from .attention import MultiHeadAttention, ScaledDotProductAttention, _shape, attention_scores
 
 __all__ = [
     "sinusoidal_encoding",
@@ -68,10 +68,6 @@ __all__ = [
     "PositionalAttention",
     "with_positions",
 ]
-
-
-def _shape(t: Tensor) -> str:
-    return "(" + ", ".join(str(s) for s in t.shape) + ")"
 
 
 def _check_even(name: str, value: int) -> None:
