@@ -2,8 +2,8 @@
 
 from common import time_explorer
 
-from tutorial_lib.plotting import shape_trace_html
-from tutorial_lib.widgets import Explorer
+from tutorial_lib.figures import Explorer
+from tutorial_lib.figures.attention import shape_trace_html
 
 
 def bench_q1_shape_explorer():

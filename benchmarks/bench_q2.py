@@ -8,8 +8,8 @@ from pathlib import Path
 
 from common import Result, time_explorer
 
-from tutorial_lib.scaling import saturation_explorer
-from tutorial_lib.widgets import Explorer
+from tutorial_lib.figures import Explorer
+from tutorial_lib.figures.softmax import saturation_explorer
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CHAPTER = BOOK / "q2_scaling.ipynb"

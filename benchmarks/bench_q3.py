@@ -11,14 +11,14 @@ from common import Result, time_explorer
 
 def bench_q3a_sinusoidal_explorer() -> list[Result]:
     """Redraw time of every frame of the sinusoidal-encoding explorer (3 x 3 x 3 frames)."""
-    from tutorial_lib.positional_plots import sinusoidal_explorer
+    from tutorial_lib.figures.positional import sinusoidal_explorer
 
     return time_explorer("q3a sinusoidal explorer", sinusoidal_explorer())
 
 
 def bench_q3b_position_scores_explorer() -> list[Result]:
     """Redraw time of every frame of the what-each-variant-adds explorer (6 x 3 frames)."""
-    from tutorial_lib.positional_plots import position_scores_explorer
+    from tutorial_lib.figures.positional import position_scores_explorer
 
     return time_explorer("q3b position-scores explorer", position_scores_explorer())
 
@@ -31,7 +31,11 @@ def bench_q3b_extrapolation() -> list[Result]:
     """The full length-extrapolation experiment: its time, then mean accuracy per cell."""
     import time
 
-    from tutorial_lib.positional_lab import ExtrapolationConfig, extrapolation_experiment, summarise
+    from tutorial_lib.labs.extrapolation import (
+        ExtrapolationConfig,
+        extrapolation_experiment,
+        summarise,
+    )
 
     cfg = ExtrapolationConfig(**FULL)
     start = time.perf_counter()

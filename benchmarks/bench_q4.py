@@ -7,7 +7,7 @@ from common import Result, time_explorer
 
 def bench_q4_axes_explorer() -> list[Result]:
     """Redraw time of every frame of the norm-axes explorer (7 norms x 5 elements)."""
-    from tutorial_lib.norm_plots import norm_axes_explorer
+    from tutorial_lib.figures.norms import norm_axes_explorer
 
     explorer = norm_axes_explorer()
     return time_explorer("q4 axes explorer", explorer)

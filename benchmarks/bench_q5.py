@@ -8,41 +8,10 @@ import time
 
 from common import Result, time_explorer
 
+from tutorial_lib.labs.reverse import chapter_config, train_reverse
 from tutorial_lib.training import one_thread
 
 SEEDS = (0, 1, 2)
-
-
-def chapter_config():
-    """The model the chapter trains: D=32, H=4, d_ff=128, one layer per stack."""
-    from tutorial_lib.data import vocab_size
-    from tutorial_lib.model import TransformerConfig
-
-    V = vocab_size(10)
-    return TransformerConfig(
-        src_vocab=V,
-        tgt_vocab=V,
-        d_model=32,
-        n_head=4,
-        d_ff=128,
-        n_enc_layers=1,
-        n_dec_layers=1,
-        dropout=0.0,
-        max_len=128,
-        token_rms=0.25,
-    )
-
-
-def train_reverse(seed: int):
-    import torch
-
-    from tutorial_lib.model import Transformer
-    from tutorial_lib.training import train
-
-    torch.manual_seed(seed)
-    model = Transformer(chapter_config())
-    result = train(model, "reverse", length=16, n_symbols=10, lr=5e-3, seed=seed)
-    return model, result
 
 
 @functools.lru_cache(maxsize=1)
@@ -74,7 +43,7 @@ def bench_q5_reverse_time_to_100() -> list[Result]:
 
 def bench_q5_decoding_explorer() -> list[Result]:
     """Redraw time of the decoding explorer (2 inputs x 17 steps) on the trained model."""
-    from tutorial_lib.model_plots import decoding_explorer
+    from tutorial_lib.figures.model import decoding_explorer
 
     model = trained_model()
     with one_thread():
@@ -86,8 +55,8 @@ def bench_q5_decoding_explorer() -> list[Result]:
 
 def bench_q5_shape_explorer() -> list[Result]:
     """Redraw time of the whole-model shape tour (64 HTML frames, meta-device model)."""
-    from tutorial_lib.model_plots import model_shape_html
-    from tutorial_lib.widgets import Explorer
+    from tutorial_lib.figures import Explorer
+    from tutorial_lib.figures.model import model_shape_html
 
     grid = {
         "B": [1, 2],

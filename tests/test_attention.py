@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from tests.conftest import rand
 from tutorial_lib.attention import (
     MultiHeadAttention,
     ScaledDotProductAttention,
@@ -18,12 +19,6 @@ from tutorial_lib.attention import (
     padding_mask,
     scaled_dot_product_attention,
 )
-
-
-def rand(*shape, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=g, dtype=torch.float64)
-
 
 # -- the functional form against F.scaled_dot_product_attention ---------------------------
 

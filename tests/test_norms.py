@@ -6,16 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from tests.conftest import lengths_mask, rand
 from tutorial_lib.norms import BatchNorm, LayerNorm, RMSNorm
-
-
-def rand(*shape, seed=0, scale=1.0, shift=0.0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=g, dtype=torch.float64) * scale + shift
-
-
-def lengths_mask(lengths, T):
-    return torch.arange(T) < torch.as_tensor(lengths)[:, None]  # (B, T), True = real token
 
 
 def randomise_affine(*modules, seed=7):

@@ -1,30 +1,21 @@
-"""tutorial_lib.training: the loss, greedy decoding with and without the cache, a real run."""
+"""tutorial_lib.training and .decoding: the loop, the loss, greedy decoding with and without the
+cache, a real run."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from tutorial_lib.data import EOS, PAD, make_batch, teacher_forcing, vocab_size
-from tutorial_lib.model import Transformer, TransformerConfig
-from tutorial_lib.training import (
+from tutorial_lib.decoding import (
     greedy_decode,
     greedy_decode_cached,
     sequence_accuracy,
     teacher_forced_accuracy,
-    teacher_forcing_loss,
-    train,
 )
+from tutorial_lib.model import Transformer, TransformerConfig
+from tutorial_lib.training import fit, teacher_forcing_loss, train
 
 V = vocab_size(10)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny matrices: one thread beats two that wait on each other, most of all on a busy CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def small(seed=0, **changes):
@@ -143,3 +134,21 @@ def test_without_the_causal_mask_training_cheats():
         final[causal] = loss.item()
     assert final[True] > 1.9
     assert final[False] < 1.0
+
+
+def test_fit_counts_steps_stops_when_told_and_ramps_the_rate():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    data = iter(lambda: torch.randn(8, 3), None)
+    seen = []
+
+    def loss_fn(model, x):
+        return model(x).pow(2).mean(), x.shape
+
+    def on_step(step, loss, extra):
+        seen.append((step, extra))
+        return step == 4
+
+    losses = fit(model, data, loss_fn, steps=10, lr=0.1, warmup=2, on_step=on_step)
+    assert len(losses) == 4 and [s for s, _ in seen] == [1, 2, 3, 4]
+    assert seen[0][1] == (8, 3) and not model.training

@@ -12,6 +12,9 @@ Mask convention: boolean, True = may attend, as in
 ``torch.nn.functional.scaled_dot_product_attention``.
 
 Introduced in chapter Q1 ("Why does each head work in a lower dimension?").
+
+Over 300 lines on purpose: this is the one place where scores are made and masks are
+defined, and every other module builds on it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import torch
 from torch import Tensor, nn
 
 __all__ = [
+    "format_shape",
+    "check_shape",
     "attention_scores",
     "masked_softmax",
     "scaled_dot_product_attention",
@@ -32,8 +37,25 @@ __all__ = [
 ]
 
 
-def _shape(t: Tensor) -> str:
-    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+def format_shape(t: Tensor | tuple[int, ...] | torch.Size) -> str:
+    """A tensor's shape (or a shape) as the book writes it: ``(2, 5, 512)``."""
+    shape = t.shape if isinstance(t, Tensor) else tuple(t)
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+def check_shape(t: Tensor, expected: tuple[int, ...], letters: str | None = None) -> None:
+    """Stop a lesson the moment a tensor is not the shape we claim.
+
+    ``check_shape(q, (B, H, T, d_k), "(B, H, T, d_k)")`` raises ``ValueError`` naming the
+    expected shape (in the book's letters when given) and the shape found.
+    """
+    if not isinstance(t, Tensor):
+        raise ValueError(
+            f"expected a tensor of shape {format_shape(expected)}; got {type(t).__name__}"
+        )
+    if tuple(t.shape) != tuple(expected):
+        named = f" {letters}" if letters else ""
+        raise ValueError(f"expected shape{named} = {format_shape(expected)}; got {format_shape(t)}")
 
 
 def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
@@ -41,7 +63,7 @@ def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
         if t.dim() < 2:
             raise ValueError(
                 f"{name} must have at least 2 dimensions (..., T, d), e.g. (B, H, T, d_k); "
-                f"got {name} of shape {_shape(t)}"
+                f"got {name} of shape {format_shape(t)}"
             )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
@@ -59,7 +81,7 @@ def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
     except RuntimeError:
         raise ValueError(
             "the leading dimensions of q, k and v (e.g. B, H) must match or broadcast; got "
-            f"q {_shape(q)}, k {_shape(k)}, v {_shape(v)}"
+            f"q {format_shape(q)}, k {format_shape(k)}, v {format_shape(v)}"
         ) from None
 
 
@@ -95,8 +117,8 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
         shape = None
     if shape != scores.shape:
         raise ValueError(
-            f"mask of shape {_shape(mask)} does not broadcast to the scores' shape "
-            f"{_shape(scores)} (..., T_q, T_k); a padding mask is usually (B, 1, 1, T_k) "
+            f"mask of shape {format_shape(mask)} does not broadcast to the scores' shape "
+            f"{format_shape(scores)} (..., T_q, T_k); a padding mask is usually (B, 1, 1, T_k) "
             "and a causal mask (T_q, T_k)"
         )
     any_allowed = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
@@ -206,21 +228,22 @@ class MultiHeadAttention(nn.Module):
             if t.dim() != 3:
                 raise ValueError(
                     f"{name} must be 3-D (B, T, D) with D = d_model = {D}; "
-                    f"got {t.dim()}-D {name} of shape {_shape(t)}"
+                    f"got {t.dim()}-D {name} of shape {format_shape(t)}"
                 )
             if t.shape[-1] != D:
                 raise ValueError(
                     f"{name} must have last dimension D = d_model = {D}; "
-                    f"got {name} of shape {_shape(t)}"
+                    f"got {name} of shape {format_shape(t)}"
                 )
         if not (q.shape[0] == k.shape[0] == v.shape[0]):
             raise ValueError(
-                f"q, k and v must share the batch size B; got q {_shape(q)}, k {_shape(k)}, "
-                f"v {_shape(v)}"
+                "q, k and v must share the batch size B; got "
+                f"q {format_shape(q)}, k {format_shape(k)}, v {format_shape(v)}"
             )
         if k.shape[1] != v.shape[1]:
             raise ValueError(
-                f"k and v must have the same length T_k; got k {_shape(k)} and v {_shape(v)}"
+                "k and v must have the same length T_k; got "
+                f"k {format_shape(k)} and v {format_shape(v)}"
             )
         if mask is not None:
             B, T_q, T_k = q.shape[0], q.shape[1], k.shape[1]
@@ -232,24 +255,44 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError(
                     f"mask must broadcast to (B, T_q, T_k) = ({B}, {T_q}, {T_k}), e.g. "
                     f"(B, 1, T_k) for padding or (T_q, T_k) for a causal mask; "
-                    f"got mask of shape {_shape(mask)}"
+                    f"got mask of shape {format_shape(mask)}"
                 )
 
     def forward(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
+        """q (B, T_q, D), k and v (B, T_k, D), mask as in the class docstring ->
+        output (B, T_q, D), attn (B, H, T_q, T_k)."""
         self._check_inputs(q, k, v, mask)
-        d_k, d_v, H = self.d_k, self.d_v, self.n_head
-        B, T_q, T_k = q.size(0), q.size(1), k.size(1)
+        k, v = self.project_kv(k, v)  # (B, H, T_k, d_k), (B, H, T_k, d_v)
+        return self.attend(q, k, v, mask)
+
+    def project_kv(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Steps 1 and 2 for keys and values: k (B, T_k, D), v (B, T_k, D) ->
+        k (B, H, T_k, d_k), v (B, H, T_k, d_v).
+
+        A decoder that caches keys and values (chapter Q5) calls this once per new token.
+        """
+        B, T_k, H = k.size(0), k.size(1), self.n_head
+        # 1. Project, then read the last axis as H heads of width d_k (or d_v).
+        k = self.w_ks(k).view(B, T_k, H, self.d_k)  # (B, T_k, H, d_k)
+        v = self.w_vs(v).view(B, T_k, H, self.d_v)  # (B, T_k, H, d_v)
+        # 2. Put heads next to the batch so each head attends on its own.
+        return k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T_k, d_k), (B, H, T_k, d_v)
+
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Steps 1 to 6 for the queries q (B, T_q, D), given keys k (B, H, T_k, d_k) and
+        values v (B, H, T_k, d_v) already projected by :meth:`project_kv`.
+
+        Returns output (B, T_q, D) and attn (B, H, T_q, T_k).
+        """
+        B, T_q, H, d_v = q.size(0), q.size(1), self.n_head, self.d_v
         residual = q
 
-        # 1. Project, then read the last axis as H heads of width d_k.
-        q = self.w_qs(q).view(B, T_q, H, d_k)  # (B, T_q, H, d_k)
-        k = self.w_ks(k).view(B, T_k, H, d_k)  # (B, T_k, H, d_k)
-        v = self.w_vs(v).view(B, T_k, H, d_v)  # (B, T_k, H, d_v)
-
-        # 2. Put heads next to the batch so each head attends on its own.
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, d)
+        # 1 and 2 for the queries: project, split into heads, heads next to the batch.
+        q = self.w_qs(q).view(B, T_q, H, self.d_k).transpose(1, 2)  # (B, H, T_q, d_k)
 
         # 3. One mask for every head.
         if mask is not None:
@@ -292,7 +335,7 @@ def padding_mask(lengths: Tensor | list[int], T: int) -> Tensor:
     """
     lengths = torch.as_tensor(lengths)
     if lengths.dim() != 1:
-        raise ValueError(f"lengths must be 1-D (B,); got shape {_shape(lengths)}")
+        raise ValueError(f"lengths must be 1-D (B,); got shape {format_shape(lengths)}")
     if (lengths < 0).any() or (lengths > T).any():
         raise ValueError(f"every length must be between 0 and T={T}; got {lengths.tolist()}")
     return (torch.arange(T) < lengths[:, None]).unsqueeze(1)  # (B, 1, T)

@@ -17,6 +17,9 @@ Every sub-layer is post-LN with its residual inside, like
 Masks are boolean, True = may attend, broadcastable to (B, T_q, T_k).
 
 Introduced in chapter Q5 ("The whole Transformer").
+
+About 400 lines, one file on purpose: the encoder-decoder reads top to bottom like the
+paper's Figure 1, and splitting it would send a reader between files for one picture.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from .attention import MultiHeadAttention, causal_mask
-from .positional import sinusoidal_encoding
+from .positional.absolute import sinusoidal_encoding
 
 __all__ = [
     "TransformerConfig",
@@ -115,21 +118,29 @@ def target_mask(tgt: Tensor, pad_id: int) -> Tensor:
 
 
 class FeedForward(nn.Module):
-    """Position-wise feed-forward block: LayerNorm(x + W_2 ReLU(W_1 x + b_1) + b_2).
+    """The paper's position-wise feed-forward network: FFN(x) = W_2 ReLU(W_1 x + b_1) + b_2.
 
-    x: (B, T, D) -> (B, T, D). The same two Linears act on every position on its own.
+    x: (B, T, D) -> (B, T, D), through a hidden width d_ff. The same two Linears act on
+    every position on its own. No residual and no norm inside: the layers add those
+    (post-LN here; chapter Q4's lab places the norm both ways around this same block).
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1, bias: bool = True):
+    def __init__(self, d_model: int, d_ff: int, bias: bool = True):
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff, bias=bias)
         self.w_2 = nn.Linear(d_ff, d_model, bias=bias)
-        self.dropout = nn.Dropout(dropout)
-        self.layer_norm = nn.LayerNorm(d_model, eps=1e-6)
 
     def forward(self, x: Tensor) -> Tensor:
-        hidden = torch.relu(self.w_1(x))  # (B, T, d_ff)
-        return self.layer_norm(x + self.dropout(self.w_2(hidden)))  # (B, T, D)
+        return self.w_2(torch.relu(self.w_1(x)))  # (B, T, D), through (B, T, d_ff)
+
+
+def _feed_forward_parts(config: TransformerConfig) -> tuple[FeedForward, nn.Dropout, nn.LayerNorm]:
+    """The feed-forward sub-layer's parts; a layer applies them as LN(x + dropout(FFN(x)))."""
+    return (
+        FeedForward(config.d_model, config.d_ff, config.ffn_bias),
+        nn.Dropout(config.dropout),
+        nn.LayerNorm(config.d_model, eps=1e-6),
+    )
 
 
 def _mha(config: TransformerConfig) -> MultiHeadAttention:
@@ -143,12 +154,12 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = _mha(config)
-        self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout, config.ffn_bias)
+        self.ffn, self.ffn_dropout, self.ffn_layer_norm = _feed_forward_parts(config)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """x (B, T_src, D), mask (B, 1, T_src) -> x (B, T_src, D), weights (B, H, T_src, T_src)."""
         x, weights = self.self_attn(x, x, x, mask=mask)
-        return self.ffn(x), weights
+        return self.ffn_layer_norm(x + self.ffn_dropout(self.ffn(x))), weights  # (B, T_src, D)
 
 
 @dataclass
@@ -165,36 +176,6 @@ class LayerCache:
     self_v: Tensor | None = None
 
 
-def _project_kv(mha: MultiHeadAttention, x: Tensor) -> tuple[Tensor, Tensor]:
-    """Keys and values of x (B, T, D), made as MultiHeadAttention makes them.
-
-    Returns k (B, H, T, d_k) and v (B, H, T, d_v).
-    """
-    B, T, _ = x.shape
-    H = mha.n_head
-    k = mha.w_ks(x).view(B, T, H, mha.d_k).transpose(1, 2)  # (B, H, T, d_k)
-    v = mha.w_vs(x).view(B, T, H, mha.d_v).transpose(1, 2)  # (B, H, T, d_v)
-    return k, v
-
-
-def _attend(
-    mha: MultiHeadAttention, x: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
-) -> tuple[Tensor, Tensor]:
-    """Steps 1 (queries only) to 6 of MultiHeadAttention.forward, with keys and values given.
-
-    x (B, T_q, D); k (B, H, T_k, d_k); v (B, H, T_k, d_v); mask broadcastable to (B, T_q, T_k).
-    Same weights, same arithmetic as ``mha(x, kv_input, kv_input, mask)``.
-    """
-    B, T_q, _ = x.shape
-    H = mha.n_head
-    q = mha.w_qs(x).view(B, T_q, H, mha.d_k).transpose(1, 2)  # (B, H, T_q, d_k)
-    if mask is not None:
-        mask = mask.unsqueeze(-3)  # (B, 1, T_q, T_k): one mask for every head
-    out, weights = mha.attention(q, k, v, mask=mask)  # (B, H, T_q, d_v), (B, H, T_q, T_k)
-    out = out.transpose(1, 2).contiguous().view(B, T_q, H * mha.d_v)  # (B, T_q, H*d_v)
-    return mha.layer_norm(x + mha.dropout(mha.fc(out))), weights  # (B, T_q, D)
-
-
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention to the encoder memory, then feed-forward."""
 
@@ -202,7 +183,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = _mha(config)
         self.cross_attn = _mha(config)
-        self.ffn = FeedForward(config.d_model, config.d_ff, config.dropout, config.ffn_bias)
+        self.ffn, self.ffn_dropout, self.ffn_layer_norm = _feed_forward_parts(config)
 
     def forward(
         self,
@@ -217,11 +198,12 @@ class DecoderLayer(nn.Module):
         y, self_weights = self.self_attn(y, y, y, mask=self_mask)
         # Queries from the decoder, keys and values from the encoder's output.
         y, cross_weights = self.cross_attn(y, memory, memory, mask=cross_mask)
-        return self.ffn(y), self_weights, cross_weights
+        y = self.ffn_layer_norm(y + self.ffn_dropout(self.ffn(y)))  # (B, T_tgt, D)
+        return y, self_weights, cross_weights
 
     def start_cache(self, memory: Tensor) -> LayerCache:
         """Project the memory (B, T_src, D) to cross-attention keys and values, once."""
-        return LayerCache(*_project_kv(self.cross_attn, memory))
+        return LayerCache(*self.cross_attn.project_kv(memory, memory))
 
     def step(
         self, y_new: Tensor, cache: LayerCache, cross_mask: Tensor | None = None
@@ -232,14 +214,15 @@ class DecoderLayer(nn.Module):
         which are earlier or equal, so no causal mask is needed. Returns y (B, 1, D),
         self weights (B, H, 1, t), cross weights (B, H, 1, T_src).
         """
-        k, v = _project_kv(self.self_attn, y_new)  # (B, H, 1, d_k), (B, H, 1, d_v)
+        k, v = self.self_attn.project_kv(y_new, y_new)  # (B, H, 1, d_k), (B, H, 1, d_v)
         if cache.self_k is not None:
             k = torch.cat([cache.self_k, k], dim=2)  # (B, H, t, d_k)
             v = torch.cat([cache.self_v, v], dim=2)  # (B, H, t, d_v)
         cache.self_k, cache.self_v = k, v
-        y, self_weights = _attend(self.self_attn, y_new, k, v, None)
-        y, cross_weights = _attend(self.cross_attn, y, cache.cross_k, cache.cross_v, cross_mask)
-        return self.ffn(y), self_weights, cross_weights
+        y, self_weights = self.self_attn.attend(y_new, k, v)
+        y, cross_weights = self.cross_attn.attend(y, cache.cross_k, cache.cross_v, cross_mask)
+        y = self.ffn_layer_norm(y + self.ffn_dropout(self.ffn(y)))  # (B, T_tgt, D)
+        return y, self_weights, cross_weights
 
 
 class _Embedding(nn.Module):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .attention import _shape
+from .attention import format_shape
 
 __all__ = ["LayerNorm", "BatchNorm", "RMSNorm", "check_tokens", "check_padding_mask"]
 
@@ -36,12 +36,12 @@ def check_tokens(x: Tensor, d_model: int, layer: str) -> None:
     if x.dim() != 3:
         raise ValueError(
             f"{layer} expects x of shape (B, T, D) with D = d_model = {d_model}; "
-            f"got {x.dim()}-D x of shape {_shape(x)}"
+            f"got {x.dim()}-D x of shape {format_shape(x)}"
         )
     if x.shape[-1] != d_model:
         raise ValueError(
             f"{layer} expects the last dimension D = d_model = {d_model}; got x of shape "
-            f"{_shape(x)}, so D = {x.shape[-1]}"
+            f"{format_shape(x)}, so D = {x.shape[-1]}"
         )
 
 
@@ -58,7 +58,7 @@ def check_padding_mask(mask: Tensor | None, x: Tensor, layer: str) -> None:
     if tuple(mask.shape) != tuple(x.shape[:2]):
         raise ValueError(
             f"{layer}: the padding mask must have shape (B, T) = {tuple(x.shape[:2])} to match "
-            f"x {_shape(x)}; got mask of shape {_shape(mask)}"
+            f"x {format_shape(x)}; got mask of shape {format_shape(mask)}"
         )
 
 
@@ -209,7 +209,8 @@ class BatchNorm(nn.Module):
             if self.training and n < 2:
                 raise ValueError(
                     "BatchNorm needs more than one (real) token per feature when training, "
-                    f"to estimate a variance; got x of shape {_shape(x)} with {n} real token(s)"
+                    f"to estimate a variance; got x of shape {format_shape(x)} "
+                    f"with {n} real token(s)"
                 )
             if self.training and self.track_running_stats:
                 self._update_running_statistics(mean, var, n)

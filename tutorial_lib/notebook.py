@@ -18,8 +18,8 @@ def glue(name: str, value: Any, display: bool = True) -> None:
 
     Without MyST-NB, show the value when ``display`` is true and otherwise do nothing.
     """
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"a glue name must be a Python identifier; got {name!r}")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a glue name must be a non-empty string; got {name!r}")
     try:
         from myst_nb import glue as myst_glue
     except ImportError:

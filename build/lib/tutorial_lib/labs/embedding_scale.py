@@ -1,0 +1,87 @@
+"""Chapter Q3a's experiment: how the sqrt(d_model) factor sets the balance of tokens and positions.
+
+Dimension letters as in :mod:`tutorial_lib.positional` (B, T, D, H, d_k, d_v).
+
+A tiny model learns to reverse its input, which it can do only by reading positions;
+the chapter varies the size of the token vectors against the positions'.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..attention import MultiHeadAttention
+from ..positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from ..training import fit, one_thread
+
+__all__ = ["ReversalModel", "train_reversal"]
+
+
+class ReversalModel(nn.Module):
+    """Embedding (x factor) + positions, one multi-head attention layer, a small MLP, a readout.
+
+    tokens (B, T) -> logits (B, T, vocab). The embedding is initialised
+    N(0, embed_std^2), multiplied by ``embed_factor`` and added to the positions.
+    """
+
+    def __init__(
+        self,
+        vocab: int,
+        d_model: int,
+        max_len: int,
+        positions: str = "sinusoidal",
+        embed_std: float = 1.0,
+        embed_factor: float = 1.0,
+        n_head: int = 4,
+    ):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        nn.init.normal_(self.embed.weight, std=embed_std)
+        self.embed_factor = embed_factor
+        if positions == "sinusoidal":
+            self.positions = SinusoidalPositionalEncoding(d_model)
+        elif positions == "learned":
+            self.positions = LearnedPositionalEmbedding(max_len, d_model, init_std=0.02)
+        else:
+            raise ValueError(f"positions must be 'sinusoidal' or 'learned'; got {positions!r}")
+        d_head = d_model // n_head
+        self.attention = MultiHeadAttention(n_head, d_model, d_head, d_head, dropout=0.0)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 2 * d_model), nn.ReLU(), nn.Linear(2 * d_model, d_model)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.readout = nn.Linear(d_model, vocab)
+
+    def inputs(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        """The two parts added at the input: token part (B, T, D) and position part (T, D)."""
+        tokens_part = self.embed(tokens) * self.embed_factor  # (B, T, D)
+        return tokens_part, self.positions.encoding(tokens.shape[1])
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        h = self.positions(self.embed(tokens) * self.embed_factor)  # (B, T, D)
+        h, _ = self.attention(h, h, h)  # (B, T, D)
+        h = self.norm(h + self.mlp(h))  # (B, T, D)
+        return self.readout(h)  # (B, T, vocab)
+
+
+def train_reversal(
+    model: ReversalModel, T: int, vocab: int, steps: int = 200, seed: int = 0
+) -> dict[str, float]:
+    """Train ``model`` to output its input reversed; returns final loss and held-out accuracy."""
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer; got steps={steps!r}")
+    data = torch.Generator().manual_seed(seed + 1)
+    stream = iter(lambda: torch.randint(0, vocab, (32, T), generator=data), None)
+
+    def loss_fn(model, tokens):
+        logits = model(tokens)  # (B, T, vocab)
+        return nn.functional.cross_entropy(logits.reshape(-1, vocab), tokens.flip(1).reshape(-1))
+
+    with one_thread():
+        losses = fit(model, stream, loss_fn, steps=steps, lr=3e-3)
+        tokens = torch.randint(0, vocab, (1000, T), generator=torch.Generator().manual_seed(1234))
+        with torch.no_grad():
+            accuracy = (model(tokens).argmax(-1) == tokens.flip(1)).float().mean().item()
+    last = losses[-20:]  # the mean of the last 20 steps (fewer if training was shorter)
+    return {"loss": sum(last) / len(last), "accuracy": accuracy}

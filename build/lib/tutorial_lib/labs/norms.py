@@ -1,0 +1,190 @@
+"""Chapter Q4's lab: tiny Transformer encoder layers whose norm and its placement can be swapped.
+
+Dimension letters, fixed book-wide:
+    B    batch size
+    T    sequence length (padded)
+    D    d_model, the width of the residual stream
+    H    n_head; d_k = D / H per head
+
+Padding mask: bool (B, T), True = a real token, as in :mod:`tutorial_lib.norms`.
+
+Where the norm sits (one encoder layer = attention sub-layer, then feed-forward sub-layer)::
+
+    post  x = Norm(x + Sublayer(x))   Vaswani et al. (2017), and the seed's MultiHeadAttention
+    pre   x = x + Sublayer(Norm(x))   Xiong et al. (2020); the stack ends with one more Norm
+
+Which norm (``norm=``)::
+
+    "layer"         LayerNorm, per token
+    "rms"           RMSNorm, per token
+    "batch"         BatchNorm over every position of the batch, padding included
+    "batch_masked"  BatchNorm over the real tokens only
+
+Introduced in chapter Q4 ("LayerNorm or BatchNorm?"). The full model of chapter Q5
+lives in ``tutorial_lib.model``; these layers are deliberately minimal.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..attention import scaled_dot_product_attention
+from ..model import FeedForward
+from ..norms import BatchNorm, LayerNorm, RMSNorm, check_padding_mask, check_tokens
+from ..positional import sinusoidal_encoding
+
+__all__ = [
+    "NORM_KINDS",
+    "PLACEMENTS",
+    "make_norm",
+    "SelfAttention",
+    "Block",
+    "TinyEncoder",
+    "ffn_gradient_norms",
+]
+
+NORM_KINDS = ("layer", "rms", "batch", "batch_masked")
+PLACEMENTS = ("post", "pre")
+
+
+def make_norm(kind: str, d_model: int) -> nn.Module:
+    """A fresh norm layer of the given kind (see the module docstring)."""
+    if kind == "layer":
+        return LayerNorm(d_model)
+    if kind == "rms":
+        return RMSNorm(d_model)
+    if kind in ("batch", "batch_masked"):
+        return BatchNorm(d_model)
+    raise ValueError(f"norm must be one of {NORM_KINDS}; got {kind!r}")
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with no residual and no norm inside.
+
+    ``forward(x, mask=None)``: x (B, T, D), mask bool (B, T) True = real token
+    (padded keys are not attended to) -> (B, T, D).
+    """
+
+    def __init__(self, d_model: int, n_head: int):
+        super().__init__()
+        if d_model % n_head:
+            raise ValueError(f"d_model = {d_model} must be divisible by n_head = {n_head}")
+        self.n_head, self.d_k = n_head, d_model // n_head
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """x (B, T, D), mask bool (B, T) True = real token, or None -> (B, T, D)."""
+        B, T, D = x.shape
+        H, d_k = self.n_head, self.d_k
+        q = self.w_q(x).view(B, T, H, d_k).transpose(1, 2)  # (B, H, T, d_k)
+        k = self.w_k(x).view(B, T, H, d_k).transpose(1, 2)  # (B, H, T, d_k)
+        v = self.w_v(x).view(B, T, H, d_k).transpose(1, 2)  # (B, H, T, d_k)
+        key_mask = None if mask is None else mask[:, None, None, :]  # (B, 1, 1, T_k)
+        out, _ = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (B, H, T, d_k)
+        return self.w_o(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
+
+
+class Block(nn.Module):
+    """One encoder layer: attention, then feed-forward, each with a residual and a norm.
+
+    ``forward(x, mask=None)``: x (B, T, D), mask bool (B, T) -> (B, T, D).
+    """
+
+    def __init__(
+        self, d_model: int, n_head: int, d_ff: int, norm: str = "layer", placement: str = "post"
+    ):
+        super().__init__()
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}; got {placement!r}")
+        self.d_model, self.norm_kind, self.placement = d_model, norm, placement
+        self.attention = SelfAttention(d_model, n_head)
+        self.ffn = FeedForward(d_model, d_ff)
+        self.norm_1 = make_norm(norm, d_model)
+        self.norm_2 = make_norm(norm, d_model)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """x (B, T, D), mask bool (B, T) True = real token, or None -> (B, T, D)."""
+        check_tokens(x, self.d_model, "Block")
+        check_padding_mask(mask, x, "Block")
+        # Only the masked BatchNorm looks at the mask; plain BatchNorm counts padding on purpose.
+        norm_mask = mask if self.norm_kind == "batch_masked" else None
+        if self.placement == "post":
+            x = self.norm_1(x + self.attention(x, mask), norm_mask)
+            return self.norm_2(x + self.ffn(x), norm_mask)
+        x = x + self.attention(self.norm_1(x, norm_mask), mask)
+        return x + self.ffn(self.norm_2(x, norm_mask))
+
+
+class TinyEncoder(nn.Module):
+    """Token embedding + sinusoidal positions + ``n_layers`` Blocks + a per-token classifier.
+
+    ``forward(tokens, mask=None)``: tokens long (B, T), index 0 is padding;
+    mask bool (B, T) True = real token -> logits (B, T, n_classes).
+    Linear weights start Xavier-uniform with zero biases, as in Xiong et al. (2020).
+    """
+
+    def __init__(
+        self,
+        vocab: int,
+        n_classes: int,
+        d_model: int = 32,
+        n_head: int = 2,
+        d_ff: int = 64,
+        n_layers: int = 2,
+        norm: str = "layer",
+        placement: str = "post",
+        max_len: int = 64,
+        positions: bool = True,
+    ):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model, padding_idx=0)  # padding embeds to zeros
+        self.max_len = max_len
+        # Tasks that ignore order can drop positions; then nothing in the model depends on T.
+        table = sinusoidal_encoding(max_len, d_model) if positions else torch.zeros(1, d_model)
+        self.register_buffer("positions", table)
+        self.use_positions = positions
+        self.layers = nn.ModuleList(
+            Block(d_model, n_head, d_ff, norm, placement) for _ in range(n_layers)
+        )
+        self.norm_kind = norm
+        # A Pre-LN stack's residual stream is never normalised inside the layers.
+        self.final_norm = make_norm(norm, d_model) if placement == "pre" else None
+        self.head = nn.Linear(d_model, n_classes)
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                nn.init.zeros_(module.bias)
+
+    def forward(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
+        """tokens long (B, T), mask bool (B, T) or None -> logits (B, T, n_classes)."""
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must be (B, T); got shape {tuple(tokens.shape)}")
+        x = self.embed(tokens)  # (B, T, D)
+        if self.use_positions:
+            T = tokens.shape[1]
+            if T > self.max_len:
+                raise ValueError(f"T = {T} is longer than max_len = {self.max_len}")
+            x = x + self.positions[:T]  # (B, T, D)
+        for layer in self.layers:
+            x = layer(x, mask)
+        if self.final_norm is not None:
+            x = self.final_norm(x, mask if self.norm_kind == "batch_masked" else None)
+        return self.head(x)  # (B, T, n_classes)
+
+
+def ffn_gradient_norms(model: TinyEncoder) -> list[float]:
+    """The Frobenius norm of each layer's feed-forward output weight gradient, ||dL/dW_2||.
+
+    Call after ``loss.backward()``; one number per layer, bottom layer first.
+    """
+    norms = []
+    for layer in model.layers:
+        grad = layer.ffn.w_2.weight.grad
+        if grad is None:
+            raise ValueError("no gradient yet: call loss.backward() first")
+        norms.append(grad.norm().item())
+    return norms

@@ -1,0 +1,200 @@
+"""Training: the one loop every experiment in the book uses, and teacher forcing for Q5.
+
+Dimension letters as in :mod:`tutorial_lib.model`: B batch, T_src source length,
+T_tgt target length, D width, H heads, V vocabulary.
+
+* :func:`fit` is the loop: Adam, an optional linear warm-up, fresh batches, a callback
+  that may stop early. The labs and :func:`train` build on it.
+* Teacher forcing: the decoder reads the *true* answer shifted right by one
+  (BOS, y_1 .. y_T) and is scored on every next token (y_1 .. y_T, EOS) at once; the causal
+  mask keeps position t from reading y_t itself. Decoding is in :mod:`tutorial_lib.decoding`.
+
+Introduced in chapter Q5 ("The whole Transformer").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .data import PAD, batches, make_batch, teacher_forcing
+from .decoding import sequence_accuracy, teacher_forced_accuracy
+from .model import Transformer
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run tiny models on one CPU thread: at this size thread hand-offs cost more than they save.
+
+    On a busy machine a second thread can make a small forward and backward pass many
+    times slower; one thread also gives the same bits on every run.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+__all__ = [
+    "one_thread",
+    "fit",
+    "teacher_forcing_loss",
+    "TrainResult",
+    "train",
+]
+
+
+def fit(
+    model: nn.Module,
+    batches: Iterator[Any],
+    loss_fn: Callable[[nn.Module, Any], Tensor | tuple[Tensor, Any]],
+    *,
+    steps: int,
+    lr: float,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+    warmup: int = 0,
+    on_step: Callable[[int, float, Any], bool | None] | None = None,
+) -> list[float]:
+    """Train ``model`` with Adam on ``steps`` batches; returns the loss of every step.
+
+    ``loss_fn(model, batch)`` returns the loss, or (loss, extra) to hand ``extra`` (say, the
+    logits) to ``on_step(step, loss, extra)``, which is called after every update (step
+    counts from 1) and stops training by returning True. ``warmup`` > 0 ramps the rate
+    linearly over that many steps (Post-LN Transformers need it: full-size steps on fresh
+    weights can diverge). The model is left in eval mode.
+    """
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
+    schedule = None
+    if warmup:
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimiser, lambda s: min(1.0, (s + 1) / warmup)
+        )
+    losses: list[float] = []
+    for step in range(1, steps + 1):
+        model.train()
+        result = loss_fn(model, next(batches))
+        loss, extra = result if isinstance(result, tuple) else (result, None)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+        if schedule is not None:
+            schedule.step()
+        losses.append(loss.item())
+        if on_step is not None and on_step(step, losses[-1], extra):
+            break
+    model.eval()
+    return losses
+
+
+def teacher_forcing_loss(model: Transformer, src: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
+    """Cross-entropy of every next token given the true earlier ones.
+
+    src (B, T_src), tgt (B, T) -> mean loss over real (non-PAD) target positions, and the
+    logits (B, T+1, V).
+    """
+    dec_in, dec_target = teacher_forcing(tgt)  # (B, T+1), (B, T+1)
+    logits = model(src, dec_in)  # (B, T+1, V)
+    loss = F.cross_entropy(logits.flatten(0, 1), dec_target.flatten(), ignore_index=PAD)
+    return loss, logits
+
+
+@dataclass
+class TrainResult:
+    """What one training run measured."""
+
+    steps: int  # optimiser steps taken
+    seconds: float  # wall-clock time of the training loop, evaluations included
+    losses: list[float]  # teacher-forced loss per step
+    batch_accuracy: list[float]  # per step: sequences of the fresh batch right at every position
+    checks: list[tuple[int, float, float]]  # (step, seconds so far, test sequence accuracy)
+    reached: bool  # whether the target accuracy was reached on the test set
+
+
+def _batch_exact(logits: Tensor, tgt: Tensor) -> float:
+    """Teacher-forced exact-match rate of a batch from logits it already has (B, T+1, V)."""
+    dec_target = teacher_forcing(tgt)[1]  # (B, T+1)
+    right = (logits.argmax(-1) == dec_target) | (dec_target == PAD)
+    return right.all(dim=1).float().mean().item()
+
+
+def train(
+    model: Transformer,
+    task: str = "reverse",
+    *,
+    length: int = 16,
+    n_symbols: int = 10,
+    batch_size: int = 64,
+    lr: float = 5e-3,
+    warmup: int = 50,
+    max_steps: int = 2000,
+    eval_every: int | None = None,
+    test_set: tuple[Tensor, Tensor] | None = None,
+    target_accuracy: float = 1.0,
+    seed: int = 0,
+    **batch_kwargs,
+) -> TrainResult:
+    """Adam with the paper's betas, a linear warm-up, then a constant rate; fresh batches.
+
+    Each fresh batch is unseen until its step, so the share of its sequences predicted right
+    at every position (before the update) is a free held-out estimate. When it reaches
+    ``target_accuracy`` (at most every 5 steps), and every ``eval_every`` steps if given,
+    the model is checked on ``test_set`` (default: 1000 sequences from another seed), first
+    with the cheap :func:`.teacher_forced_accuracy`, then, if that reaches the target, with
+    greedy decoding; training stops when greedy decoding reaches it. Evaluation time counts
+    in ``seconds``. ``lr`` is the rate after warm-up; 5e-3 suits the chapter's small model.
+    """
+    torch.manual_seed(seed)
+    if test_set is None:
+        test_set = make_batch(task, 1000, length, n_symbols, seed=seed + 10_000, **batch_kwargs)
+    stream = batches(task, batch_size, length, n_symbols, seed=seed, **batch_kwargs)
+    batch_accuracy: list[float] = []
+    checks: list[tuple[int, float, float]] = []
+    last = {"step": 0, "check": 0}
+    start = time.perf_counter()
+
+    def loss_fn(model, batch):
+        src, tgt = batch
+        loss, logits = teacher_forcing_loss(model, src, tgt)
+        return loss, (logits.detach(), tgt)
+
+    def on_step(step, _loss, extra):
+        last["step"] = step
+        batch_accuracy.append(_batch_exact(*extra))
+        periodic = eval_every is not None and step % eval_every == 0
+        # A perfect batch earns a test check, but not on every step: checks cost time too.
+        promising = batch_accuracy[-1] >= target_accuracy and step - last["check"] >= 5
+        if not (promising or periodic or step == max_steps):
+            return False
+        last["check"] = step
+        # The cheap check (one forward pass) equals greedy accuracy; greedy confirms it.
+        accuracy = teacher_forced_accuracy(model, *test_set)
+        if accuracy >= target_accuracy:
+            accuracy = sequence_accuracy(model, *test_set)
+        checks.append((step, time.perf_counter() - start, accuracy))
+        return accuracy >= target_accuracy
+
+    losses = fit(
+        model,
+        stream,
+        loss_fn,
+        steps=max_steps,
+        lr=lr,
+        betas=(0.9, 0.98),
+        eps=1e-9,
+        warmup=warmup,
+        on_step=on_step,
+    )
+    reached = bool(checks) and checks[-1][2] >= target_accuracy
+    return TrainResult(
+        last["step"], time.perf_counter() - start, losses, batch_accuracy, checks, reached
+    )

@@ -1,0 +1,124 @@
+"""tutorial_lib.labs.norms: placements, padding, positions, gradients, errors."""
+
+import pytest
+import torch
+
+from tests.conftest import lengths_mask
+from tests.conftest import rand as rand64
+from tutorial_lib.labs.norms import (
+    NORM_KINDS,
+    Block,
+    TinyEncoder,
+    ffn_gradient_norms,
+)
+from tutorial_lib.positional import sinusoidal_encoding
+
+
+@pytest.mark.parametrize("norm", NORM_KINDS)
+@pytest.mark.parametrize("placement", ["post", "pre"])
+def test_block_follows_its_placement_formula(norm, placement):
+    torch.manual_seed(0)
+    block = Block(8, 2, 16, norm=norm, placement=placement)
+    x = rand(3, 5, 8)
+    mask = lengths_mask([5, 4, 3], 5)
+    norm_mask = mask if norm == "batch_masked" else None
+    ref = Block(8, 2, 16, norm=norm, placement=placement)
+    ref.load_state_dict(block.state_dict())
+    if placement == "post":
+        h = ref.norm_1(x + ref.attention(x, mask), norm_mask)
+        expected = ref.norm_2(h + ref.ffn(h), norm_mask)
+    else:
+        h = x + ref.attention(ref.norm_1(x, norm_mask), mask)
+        expected = h + ref.ffn(ref.norm_2(h, norm_mask))
+    torch.testing.assert_close(block(x, mask), expected)
+
+
+@pytest.mark.parametrize("norm", ["layer", "rms", "batch_masked"])
+@pytest.mark.parametrize("placement", ["post", "pre"])
+def test_real_tokens_ignore_padded_values(norm, placement):
+    torch.manual_seed(1)
+    block = Block(8, 2, 16, norm=norm, placement=placement)
+    mask = lengths_mask([5, 2, 3], 5)
+    x = rand(3, 5, 8)
+    x_other = torch.where(mask[..., None], x, 100.0 * rand(3, 5, 8, seed=9))
+    torch.testing.assert_close(block(x, mask)[mask], block(x_other, mask)[mask])
+
+
+def rand(*shape, seed=0):
+    return rand64(*shape, seed=seed, dtype=torch.float32)
+
+
+def test_unmasked_batchnorm_lets_padding_in():
+    torch.manual_seed(1)
+    block = Block(8, 2, 16, norm="batch", placement="post")
+    mask = lengths_mask([5, 2, 3], 5)
+    x = rand(3, 5, 8)
+    x_other = torch.where(mask[..., None], x, 100.0 * rand(3, 5, 8, seed=9))
+    assert (block(x, mask)[mask] - block(x_other, mask)[mask]).abs().max() > 0.1
+
+
+def test_tiny_encoder_adds_the_books_one_sinusoidal_table():
+    model = TinyEncoder(10, 2, d_model=6, max_len=7)
+    torch.testing.assert_close(model.positions, sinusoidal_encoding(7, 6), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("placement", ["post", "pre"])
+@pytest.mark.parametrize("positions", [True, False])
+def test_tiny_encoder_shapes_and_final_norm(placement, positions):
+    model = TinyEncoder(
+        10,
+        3,
+        d_model=8,
+        n_head=2,
+        d_ff=16,
+        n_layers=2,
+        placement=placement,
+        positions=positions,
+        max_len=6,
+    )
+    tokens = torch.randint(1, 10, (4, 6))
+    assert model(tokens, tokens > 0).shape == (4, 6, 3)
+    assert (model.final_norm is not None) == (placement == "pre")
+
+
+def test_without_positions_the_encoder_ignores_order():
+    torch.manual_seed(0)
+    model = TinyEncoder(10, 3, d_model=8, n_head=2, d_ff=16, positions=False).eval()
+    tokens = torch.randint(1, 10, (1, 6))
+    perm = torch.randperm(6)
+    torch.testing.assert_close(model(tokens)[:, perm], model(tokens[:, perm]))
+
+
+def test_gradient_norms_pre_ln_top_layer_is_smaller():
+    # The chapter's Pre-LN / Post-LN measurement, in miniature.
+    tops = {}
+    for placement in ("post", "pre"):
+        torch.manual_seed(0)
+        model = TinyEncoder(
+            16, 16, d_model=16, n_head=2, d_ff=32, n_layers=6, placement=placement, max_len=8
+        )
+        tokens = torch.randint(1, 16, (4, 8), generator=torch.Generator().manual_seed(1))
+        target = torch.randint(0, 16, (4, 8), generator=torch.Generator().manual_seed(2))
+        torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), target.flatten()).backward()
+        norms = ffn_gradient_norms(model)
+        assert len(norms) == 6 and all(n > 0 for n in norms)
+        tops[placement] = norms[-1]
+    assert tops["post"] > tops["pre"]
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="norm must be one of"):
+        Block(8, 2, 16, norm="group")
+    with pytest.raises(ValueError, match="placement must be one of"):
+        Block(8, 2, 16, placement="middle")
+    with pytest.raises(ValueError, match="divisible"):
+        Block(8, 3, 16)
+    with pytest.raises(ValueError, match=r"\(B, T, D\)"):
+        Block(8, 2, 16)(torch.randn(5, 8))
+    model = TinyEncoder(10, 3, d_model=8, n_head=2, d_ff=16, max_len=4)
+    with pytest.raises(ValueError, match="max_len"):
+        model(torch.ones(1, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"\(B, T\)"):
+        model(torch.ones(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="backward"):
+        ffn_gradient_norms(model)

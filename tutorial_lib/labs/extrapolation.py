@@ -1,0 +1,294 @@
+"""Chapter Q3b's length extrapolation: every position variant, trained at L, tested longer.
+
+Dimension letters as in :mod:`tutorial_lib.positional` (B, T, D, H, d_k, d_v).
+
+The chapter builds each idea in visible cells; what lives here is what it and
+``make bench`` must share, so the book and the benchmark run the same code: the
+models, the toy tasks and the training of the experiment. Its figures are in
+:mod:`tutorial_lib.figures.positional`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ..attention import MultiHeadAttention, causal_mask
+from ..positional import (
+    ALiBiBias,
+    LearnedPositionalEmbedding,
+    ReRoPE,
+    RoPE,
+    ShawRelativePosition,
+    SinusoidalPositionalEncoding,
+    T5RelativeBias,
+    TransformerXLRelativePosition,
+    with_positions,
+)
+from ..training import fit, one_thread
+
+__all__ = [
+    "VARIANTS",
+    "ExtrapolationConfig",
+    "PositionModel",
+    "lag_copy_batch",
+    "hold_last_value_batch",
+    "EXTRAPOLATION_TASKS",
+    "train_and_evaluate",
+    "position_part_by_distance",
+    "extrapolation_experiment",
+    "summarise",
+]
+
+
+VARIANTS = ["none", "learned", "sinusoidal", "shaw", "xl", "t5", "alibi", "rope", "rerope"]
+
+
+@dataclass
+class ExtrapolationConfig:
+    train_len: int = 16  # L: the longest sequence seen in training
+    eval_lens: tuple[int, ...] = (16, 32, 64)  # L, 2L, 4L
+    d_model: int = 32  # D: tiny, so every variant trains in seconds on one CPU thread
+    n_head: int = 4  # H: ALiBi needs a few heads for a spread of slopes
+    n_layer: int = 1  # one layer: enough for the tasks, and the cheapest
+    steps: int = 300  # Adam steps at lr 3e-3: most variants fit both tasks at L in this budget
+    batch: int = 32
+    lag: int = 3  # lag-copy task: the answer at t is the token at t - lag
+    shaw_clip: int = 8  # Shaw's K: distances beyond K share one vector
+    rerope_window: int = 8  # ReRoPE's w: below the training length, so w was seen in training
+    t5_buckets: int = 32  # T5's defaults; with L = 16 only the 16 exact buckets are ever used
+    t5_max_distance: int = 128
+    eval_batch: int = 256
+    seeds: tuple[int, ...] = (0,)
+    variants: tuple[str, ...] = tuple(VARIANTS)
+    tasks: tuple[str, ...] = ("lag", "hold")
+
+
+def _parts(variant: str, cfg: ExtrapolationConfig):
+    """Factories: (absolute encoding, score bias, rotation); each returns a module or None."""
+    D, H, d_k = cfg.d_model, cfg.n_head, cfg.d_model // cfg.n_head
+    none = lambda: None  # noqa: E731
+    table = {
+        "none": (none, none, none),
+        # Rows up to the longest evaluation length, so longer inputs run: rows past L never train.
+        "learned": (lambda: LearnedPositionalEmbedding(max(cfg.eval_lens), D), none, none),
+        "sinusoidal": (lambda: SinusoidalPositionalEncoding(D), none, none),
+        "shaw": (none, lambda: ShawRelativePosition(d_k, d_k, cfg.shaw_clip), none),
+        "xl": (none, lambda: TransformerXLRelativePosition(H, d_k), none),
+        "t5": (
+            none,
+            lambda: T5RelativeBias(H, False, cfg.t5_buckets, cfg.t5_max_distance),
+            none,
+        ),
+        "alibi": (none, lambda: ALiBiBias(H), none),
+        "rope": (none, none, lambda: RoPE()),
+        "rerope": (none, none, lambda: ReRoPE(window=cfg.rerope_window)),
+    }
+    if variant not in table:
+        raise ValueError(f"variant must be one of {list(table)}; got {variant!r}")
+    return table[variant]
+
+
+class _Block(nn.Module):
+    def __init__(self, D: int, H: int, bias, rotation):
+        super().__init__()
+        attention = MultiHeadAttention(H, D, D // H, D // H, dropout=0.0)
+        self.attention = with_positions(attention, bias=bias, rotation=rotation)
+        self.mlp = nn.Sequential(nn.Linear(D, 4 * D), nn.ReLU(), nn.Linear(4 * D, D))
+        self.norm = nn.LayerNorm(D)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        x, _ = self.attention(x, x, x, mask=mask)  # (B, T, D), residual and LayerNorm inside
+        return self.norm(x + self.mlp(x))  # (B, T, D)
+
+
+class PositionModel(nn.Module):
+    """A causal Transformer of ``n_layer`` post-LN blocks with one position variant plugged in.
+
+    tokens (B, T) -> logits (B, T, vocab). Every block gets its own copy of the
+    variant's score bias or rotation.
+    """
+
+    def __init__(self, variant: str, vocab: int, cfg: ExtrapolationConfig):
+        super().__init__()
+        self.variant = variant
+        make_absolute, make_bias, make_rotation = _parts(variant, cfg)
+        self.embed = nn.Embedding(vocab, cfg.d_model)
+        self.absolute = make_absolute()
+        self.blocks = nn.ModuleList(
+            _Block(cfg.d_model, cfg.n_head, make_bias(), make_rotation())
+            for _ in range(cfg.n_layer)
+        )
+        self.readout = nn.Linear(cfg.d_model, vocab)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        x = self.embed(tokens)  # (B, T, D)
+        if self.absolute is not None:
+            x = self.absolute(x)
+        mask = causal_mask(tokens.shape[1], device=tokens.device)  # (T, T)
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.readout(x)  # (B, T, vocab)
+
+
+IGNORE = -100  # target value that cross_entropy skips
+
+
+def lag_copy_batch(n: int, T: int, generator: torch.Generator, lag: int = 3, vocab: int = 10):
+    """Tokens (n, T) uniform over ``vocab``; target at t: the token at t - lag (none if t < lag)."""
+    tokens = torch.randint(0, vocab, (n, T), generator=generator)
+    target = tokens.roll(lag, dims=1)  # (n, T)
+    target[:, :lag] = IGNORE
+    return tokens, target
+
+
+def hold_last_value_batch(
+    n: int, T: int, generator: torch.Generator, values: int = 8, fillers: int = 4, p: float = 0.3
+):
+    """Each token is a value (0..values-1, probability p) or a filler; target: the latest value."""
+    value = torch.randint(0, values, (n, T), generator=generator)
+    filler = values + torch.randint(0, fillers, (n, T), generator=generator)
+    is_value = torch.rand(n, T, generator=generator) < p
+    is_value[:, 0] = True  # so every position has a latest value
+    tokens = torch.where(is_value, value, filler)  # (n, T)
+    where = torch.where(is_value, torch.arange(T).expand(n, T), 0).cummax(dim=1).values
+    return tokens, tokens.gather(1, where)  # (n, T), (n, T)
+
+
+EXTRAPOLATION_TASKS: dict[str, tuple[Callable, int, str]] = {
+    "lag": (lag_copy_batch, 10, "copy the token 3 places back"),
+    "hold": (hold_last_value_batch, 12, "repeat the latest value token"),
+}
+
+
+def train_and_evaluate(
+    variant: str, task: str, cfg: ExtrapolationConfig, seed: int = 0
+) -> dict[str, object]:
+    """Train one variant on sequences of length L, then measure accuracy at every eval length.
+
+    Returns {"variant", "task", "seed", "train_seconds", "accuracy": {T: acc},
+    "accuracy_beyond_L": {T: acc over positions >= L only},
+    "focus": {T: for the lag task, the mean weight the best head puts on the key ``lag``
+    back}, "far_attention": {T: that head's mean weight on keys L or more back},
+    "best_head": {T: that head's index}, "model"}; focus, far attention and the best
+    head are measured on queries at positions >= L when T > L (None for the hold task,
+    whose target key moves).
+    """
+    make_batch, vocab, _ = EXTRAPOLATION_TASKS[task]
+    kwargs = {"lag": cfg.lag} if task == "lag" else {}
+    torch.manual_seed(seed)
+    model = PositionModel(variant, vocab, cfg)
+    data = torch.Generator().manual_seed(1000 + seed)
+    stream = iter(lambda: make_batch(cfg.batch, cfg.train_len, data, **kwargs), None)
+
+    def loss_fn(model, batch):
+        tokens, target = batch
+        logits = model(tokens)  # (B, L, vocab)
+        return nn.functional.cross_entropy(
+            logits.reshape(-1, vocab), target.reshape(-1), ignore_index=IGNORE
+        )
+
+    with one_thread():
+        start = time.perf_counter()
+        fit(model, stream, loss_fn, steps=cfg.steps, lr=3e-3)
+        seconds = time.perf_counter() - start
+        model.eval()
+        accuracy, beyond, focus, far_attention, best_head = {}, {}, {}, {}, {}
+        test = torch.Generator().manual_seed(77)  # the same test sequences for every variant
+        with torch.no_grad():
+            for T in cfg.eval_lens:
+                tokens, target = make_batch(cfg.eval_batch, T, test, **kwargs)
+                hit = model(tokens).argmax(-1) == target  # (n, T)
+                scored = target != IGNORE
+                accuracy[T] = (hit & scored).sum().item() / scored.sum().item()
+                far = scored.clone()
+                far[:, : cfg.train_len] = False
+                beyond[T] = (hit & far).sum().item() / far.sum().item() if far.any() else None
+                stats = _lag_head(model, cfg.train_len, cfg.lag) if task == "lag" else None
+                focus[T], far_attention[T], best_head[T] = stats or (None, None, None)
+    return {
+        "variant": variant,
+        "task": task,
+        "seed": seed,
+        "train_seconds": seconds,
+        "accuracy": accuracy,
+        "accuracy_beyond_L": beyond,
+        "focus": focus,
+        "far_attention": far_attention,
+        "best_head": best_head,
+        "model": model,
+    }
+
+
+def _lag_head(model: PositionModel, L: int, lag: int) -> tuple[float, float, int]:
+    """(focus, far, best) of the first layer's best head on the lag task, from its last call.
+
+    focus: mean weight on the key ``lag`` back; far: mean weight on keys L or more back.
+    Queries from position L on when T > L (those never seen in training), else from ``lag`` on.
+    """
+    weights = model.blocks[0].attention.attention.attn  # (B, H, T, T), kept by the last call
+    T = weights.shape[-1]
+    first = L if T > L else lag
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    target = (i - j == lag).to(weights.dtype)[first:]  # (T - first, T)
+    far = (i - j >= L).to(weights.dtype)[first:]
+    rows = weights[..., first:, :]  # (B, H, T - first, T)
+    per_head_focus = (rows * target).sum(-1).mean(dim=(0, 2))  # (H,)
+    best = int(per_head_focus.argmax())
+    return per_head_focus[best].item(), (rows[:, best] * far).sum(-1).mean().item(), best
+
+
+def position_part_by_distance(model: PositionModel, tokens: Tensor, first: int = 0) -> Tensor:
+    """The position part of the first layer's scores, averaged per head and distance: (H, T).
+
+    tokens: (B, T). Entry [h, d] is the mean, over the batch and over queries i >= ``first``
+    with a key at distance d = i - j, of what head h's score bias adds for that pair: for
+    Transformer-XL its terms (b) + (d) (``position_terms``), otherwise the whole bias.
+    Distances no query reaches are NaN.
+    """
+    attention = model.blocks[0].attention.attention  # the PositionalAttention of block 0
+    if attention.bias is None:
+        raise ValueError(f"variant {model.variant!r} adds no bias to the scores")
+    seen = {}
+    hook = attention.register_forward_pre_hook(lambda _, args: seen.update(q=args[0], k=args[1]))
+    try:
+        with torch.no_grad():
+            model(tokens)
+    finally:
+        hook.remove()
+    q, k, scale = seen["q"], seen["k"], 1.0 / attention.temperature  # (B, H, T, d_k) each
+    with torch.no_grad():
+        terms = getattr(attention.bias, "position_terms", attention.bias)
+        part = terms(q, k, scale).expand(*q.shape[:-1], k.shape[-2])  # (B, H, T, T)
+    T = part.shape[-1]
+    profile = torch.full((part.shape[1], T), float("nan"))  # (H, T)
+    for d in range(T):
+        # Diagonal -d holds the pairs (i, i - d) for i = d .. T-1.
+        rows = part.diagonal(offset=-d, dim1=-2, dim2=-1)[..., max(first - d, 0) :]  # (B, H, n)
+        if rows.shape[-1]:
+            profile[:, d] = rows.mean(dim=(0, -1))
+    return profile
+
+
+def extrapolation_experiment(cfg: ExtrapolationConfig) -> list[dict[str, object]]:
+    """Every (task, variant, seed) of ``cfg``: one row per run, as :func:`train_and_evaluate`."""
+    return [
+        train_and_evaluate(variant, task, cfg, seed)
+        for task in cfg.tasks
+        for variant in cfg.variants
+        for seed in cfg.seeds
+    ]
+
+
+def summarise(rows: list[dict], key: str = "accuracy") -> dict[tuple[str, str, int], list[float]]:
+    """(task, variant, T) -> the values of ``key`` over seeds, from experiment rows."""
+    table: dict[tuple[str, str, int], list[float]] = {}
+    for row in rows:
+        for T, value in row[key].items():
+            if value is not None:
+                table.setdefault((row["task"], row["variant"], T), []).append(value)
+    return table
