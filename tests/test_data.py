@@ -101,3 +101,11 @@ def test_text_round_trip():
 def test_bad_input_says_what_was_expected(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+def test_the_book_seed_changes_every_batch(monkeypatch):
+    monkeypatch.delenv("BOOK_SEED", raising=False)
+    first = make_batch("copy", 4, 6, seed=3)[0]
+    assert torch.equal(first, make_batch("copy", 4, 6, seed=3)[0])
+    monkeypatch.setenv("BOOK_SEED", "1")
+    assert not torch.equal(first, make_batch("copy", 4, 6, seed=3)[0])

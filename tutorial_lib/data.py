@@ -8,8 +8,9 @@ Token ids: three special tokens, then the symbols.
     2 EOS  "end": the last target, so the model learns when to stop
     3 ..   the symbols, written as the digits 0, 1, 2, ... in text
 
-Every batch is a function of its seed alone (a ``torch.Generator``), so a chapter
-rebuilt tomorrow sees the same numbers.
+Every batch is a function of its seed and the book seed alone (``BOOK_SEED``, through
+:mod:`tutorial_lib.seeds`), so a chapter rebuilt tomorrow sees the same numbers, and a
+book built with another ``BOOK_SEED`` sees other ones.
 
 Introduced in chapter Q5 ("The whole Transformer").
 """
@@ -20,6 +21,8 @@ from collections.abc import Iterator
 
 import torch
 from torch import Tensor
+
+from . import seeds
 
 __all__ = [
     "PAD",
@@ -82,7 +85,8 @@ def make_batch(
         min_length: if given, each row's length is drawn uniformly from min_length..length
             and the rest is PAD.
         generator: the source of randomness.
-        seed: used when no generator is given, to make a fresh one.
+        seed: used when no generator is given, to make a fresh one from the book seed
+            (:mod:`tutorial_lib.seeds`): the same seed gives the same batch for one BOOK_SEED.
 
     Returns:
         src (B, T) and tgt (B, T), int64 token ids, PAD after each row's end.
@@ -98,7 +102,7 @@ def make_batch(
     if not 1 <= low <= length:
         raise ValueError(f"need 1 <= min_length <= length (T={length}); got {min_length}")
     if generator is None:
-        generator = torch.Generator().manual_seed(0 if seed is None else seed)
+        generator = seeds.generator("data", 0 if seed is None else seed)
     src = torch.randint(N_SPECIAL, N_SPECIAL + n_symbols, (batch_size, length), generator=generator)
     lengths = torch.randint(low, length + 1, (batch_size,), generator=generator)  # (B,)
     src = src.masked_fill(torch.arange(length) >= lengths[:, None], PAD)  # (B, T)
@@ -108,8 +112,9 @@ def make_batch(
 def batches(
     task: str, batch_size: int, length: int, n_symbols: int = 10, *, seed: int = 0, **kwargs
 ) -> Iterator[tuple[Tensor, Tensor]]:
-    """An endless stream of fresh batches from one seeded generator."""
-    generator = torch.Generator().manual_seed(seed)
+    """An endless stream of fresh batches from one seeded generator (stream ``seed`` of the book's
+    seed)."""
+    generator = seeds.generator("batches", seed)
     while True:
         yield make_batch(task, batch_size, length, n_symbols, generator=generator, **kwargs)
 

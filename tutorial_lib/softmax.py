@@ -20,6 +20,8 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
+from . import seeds
+
 __all__ = [
     "SCALINGS",
     "score_scale",
@@ -51,7 +53,6 @@ def score_scale(d_k: int, scaling: str) -> float:
     return SCALINGS[scaling](d_k)
 
 
-@lru_cache(maxsize=64)
 def random_dot_products(d_k: int, T: int, n_query: int = 64, seed: int = 0) -> Tensor:
     """Unscaled scores q·k for random q, k with i.i.d. N(0, 1) entries: (n_query, T).
 
@@ -62,7 +63,13 @@ def random_dot_products(d_k: int, T: int, n_query: int = 64, seed: int = 0) -> T
     """
     if d_k <= 0 or T <= 0 or n_query <= 0:
         raise ValueError(f"d_k, T and n_query must be positive; got {d_k}, {T}, {n_query}")
-    generator = torch.Generator().manual_seed(seed)
+    return _dot_products(d_k, T, n_query, seed, seeds.book_seed())
+
+
+@lru_cache(maxsize=64)
+def _dot_products(d_k: int, T: int, n_query: int, seed: int, book_seed: int) -> Tensor:
+    # The book seed is part of the cache key: a new BOOK_SEED must not reuse old draws.
+    generator = seeds.generator("dot_products", seed)
     q = torch.randn(n_query, d_k, generator=generator)  # (n_query, d_k)
     k = torch.randn(T, d_k, generator=generator)  # (T, d_k)
     return q @ k.T  # (n_query, T)

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import seeds
 from .data import PAD, batches, make_batch, teacher_forcing
 from .decoding import sequence_accuracy, teacher_forced_accuracy
 from .model import Transformer
@@ -153,7 +154,7 @@ def train(
     greedy decoding; training stops when greedy decoding reaches it. Evaluation time counts
     in ``seconds``. ``lr`` is the rate after warm-up; 5e-3 suits the chapter's small model.
     """
-    torch.manual_seed(seed)
+    seeds.manual_seed("train", seed)
     if test_set is None:
         test_set = make_batch(task, 1000, length, n_symbols, seed=seed + 10_000, **batch_kwargs)
     stream = batches(task, batch_size, length, n_symbols, seed=seed, **batch_kwargs)

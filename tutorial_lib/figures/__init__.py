@@ -7,6 +7,7 @@
   (Q3a, Q3b), :mod:`.norms` (Q4), :mod:`.model` (Q5).
 """
 
+from .common import use_book_style
 from .explorer import Explorer
 
-__all__ = ["Explorer"]
+__all__ = ["Explorer", "use_book_style"]

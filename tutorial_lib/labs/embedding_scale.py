@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .. import seeds
 from ..attention import MultiHeadAttention
 from ..positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from ..training import fit, one_thread
@@ -71,7 +72,7 @@ def train_reversal(
     """Train ``model`` to output its input reversed; returns final loss and held-out accuracy."""
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer; got steps={steps!r}")
-    data = torch.Generator().manual_seed(seed + 1)
+    data = seeds.generator("embedding_scale", "data", seed)
     stream = iter(lambda: torch.randint(0, vocab, (32, T), generator=data), None)
 
     def loss_fn(model, tokens):
@@ -80,7 +81,9 @@ def train_reversal(
 
     with one_thread():
         losses = fit(model, stream, loss_fn, steps=steps, lr=3e-3)
-        tokens = torch.randint(0, vocab, (1000, T), generator=torch.Generator().manual_seed(1234))
+        tokens = torch.randint(
+            0, vocab, (1000, T), generator=seeds.generator("embedding_scale", "test")
+        )
         with torch.no_grad():
             accuracy = (model(tokens).argmax(-1) == tokens.flip(1)).float().mean().item()
     last = losses[-20:]  # the mean of the last 20 steps (fewer if training was shorter)

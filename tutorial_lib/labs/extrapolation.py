@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .. import seeds
 from ..attention import MultiHeadAttention, causal_mask
 from ..positional import (
     ALiBiBias,
@@ -180,9 +181,10 @@ def train_and_evaluate(
     """
     make_batch, vocab, _ = EXTRAPOLATION_TASKS[task]
     kwargs = {"lag": cfg.lag} if task == "lag" else {}
-    torch.manual_seed(seed)
+    # The same initial draws and data for every variant of one seed: a fair comparison.
+    seeds.manual_seed("extrapolation", "init", task, seed)
     model = PositionModel(variant, vocab, cfg)
-    data = torch.Generator().manual_seed(1000 + seed)
+    data = seeds.generator("extrapolation", "data", task, seed)
     stream = iter(lambda: make_batch(cfg.batch, cfg.train_len, data, **kwargs), None)
 
     def loss_fn(model, batch):
@@ -198,7 +200,7 @@ def train_and_evaluate(
         seconds = time.perf_counter() - start
         model.eval()
         accuracy, beyond, focus, far_attention, best_head = {}, {}, {}, {}, {}
-        test = torch.Generator().manual_seed(77)  # the same test sequences for every variant
+        test = seeds.generator("extrapolation", "test", task)  # the same for every variant
         with torch.no_grad():
             for T in cfg.eval_lens:
                 tokens, target = make_batch(cfg.eval_batch, T, test, **kwargs)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import torch
-
+from .. import seeds
 from ..data import vocab_size
 from ..model import Transformer, TransformerConfig
 from ..training import TrainResult, train
@@ -41,7 +40,7 @@ def chapter_config(**changes) -> TransformerConfig:
 def train_reverse(seed: int = 0, **train_kwargs) -> tuple[Transformer, TrainResult]:
     """A fresh chapter model trained on reverse (length 16, lr 5e-3) until greedy decoding is
     exact on 1,000 held-out strings; ``train_kwargs`` pass on to :func:`.train`."""
-    torch.manual_seed(seed)
+    seeds.manual_seed("reverse", seed)
     model = Transformer(chapter_config())
     options = {"length": LENGTH, "n_symbols": N_SYMBOLS, "lr": 5e-3, "seed": seed} | train_kwargs
     return model, train(model, "reverse", **options)
