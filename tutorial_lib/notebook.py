@@ -1,4 +1,4 @@
-"""What a chapter needs to run anywhere: ``glue`` that works with or without the book's tools.
+"""What a chapter needs to run anywhere: ``glue`` without the book's tools, and ``progress``.
 
 The book's build (MyST-NB) stores values computed in a chapter so the prose can quote
 them (``{glue:text}`name```). A learner's kernel on Colab, Binder or a laptop has no
@@ -8,9 +8,13 @@ their text. There :func:`glue` does nothing visible, unless asked to display the
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
-__all__ = ["glue"]
+__all__ = ["glue", "progress"]
+
+Item = TypeVar("Item")
 
 
 def glue(name: str, value: Any, display: bool = True) -> None:
@@ -29,3 +33,36 @@ def glue(name: str, value: Any, display: bool = True) -> None:
             show(value)
         return
     myst_glue(name, value, display=display)
+
+
+def progress(items: Iterable[Item], label: str, total: int | None = None) -> Iterator[Item]:
+    """Yield ``items`` while one line reports how far a long cell has got.
+
+    In a live kernel the line updates in place ("training 3/16 · 4 s"); when the loop ends
+    it is replaced by a clean summary ("training: 16 of 16 in 12 s"), which is all the
+    built page keeps (the book's build records only a display's last update). Outside
+    IPython nothing is shown.
+    """
+    items = list(items) if total is None and not hasattr(items, "__len__") else items
+    total = len(items) if total is None else total
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        yield from items
+        return
+    if get_ipython() is None:
+        yield from items
+        return
+    start = time.perf_counter()
+    handle = display({"text/plain": f"{label} 0/{total}"}, raw=True, display_id=True)
+    done = 0
+    for item in items:
+        yield item
+        done += 1
+        handle.update(
+            {"text/plain": f"{label} {done}/{total} · {time.perf_counter() - start:.0f} s"},
+            raw=True,
+        )
+    seconds = time.perf_counter() - start
+    handle.update({"text/plain": f"{label}: {done} of {total} in {seconds:.0f} s"}, raw=True)
