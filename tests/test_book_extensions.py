@@ -69,3 +69,18 @@ def test_jupyterhub_button_only_for_a_named_hub(monkeypatch):
     editions.choose_edition(None, config)
     buttons = config.html_theme_options["launch_buttons"]
     assert buttons == {"colab_url": "https://colab", "jupyterhub_url": "https://hub.school.example"}
+
+
+def test_student_edition_removes_gated_solutions_too():
+    from docutils import nodes
+    from docutils.utils import new_document
+    from sphinx_exercise.nodes import solution_node
+
+    document = new_document("page")
+    kept = nodes.paragraph(text="the exercise")
+    document += kept
+    solution = solution_node()
+    solution += nodes.literal_block(text="answer = 42")
+    document += solution
+    assert editions.remove_solutions(document) == 1
+    assert list(document.findall(solution_node)) == [] and kept.parent is document
