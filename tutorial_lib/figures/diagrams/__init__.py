@@ -6,8 +6,8 @@ inside one attention call), D = d_model, H = n_head, d_k and d_v per head, d_ff,
 * :mod:`.svg`: the canvas every diagram draws on (text >= 11 px, an opaque light panel, a
   ``<title>`` and ``<desc>``), and :func:`figure_html`, which shows one at its natural size
   and lets it scroll sideways on a narrow screen instead of shrinking its text.
-* :mod:`.shapes`: every shape on an arrow, read from the library (the real modules run on
-  the ``meta`` device at probe sizes), never typed.
+* :mod:`.shapes`: every shape on an arrow, read from the library (the real modules run at
+  tiny probe sizes), never typed.
 * :mod:`.multihead` and :mod:`.transformer`: the two diagrams, pure functions returning SVG.
   The sizes in their legends are :class:`tutorial_lib.model.TransformerConfig`'s (the
   paper's base model unless another config is given).

@@ -1,8 +1,10 @@
 """The shapes the diagrams print, read from the library by running it at probe sizes.
 
-Nothing on a diagram's arrow is typed: the real modules run on PyTorch's ``meta`` device
-(shapes, no numbers) at *probe* sizes, one distinct prime per letter, and every shape is
-read back in the book's letters with :func:`tutorial_lib.figures.trace.letters_of`.
+Nothing on a diagram's arrow is typed: the real modules run at *probe* sizes, one distinct
+prime per letter, and every shape is read back in the book's letters with
+:func:`tutorial_lib.figures.trace.letters_of`. The probe models are tiny, so they run on
+the CPU in milliseconds (the ``meta`` device would first import torch's compiler, seconds),
+inside ``fork_rng`` so that drawing a diagram never moves a chapter's random numbers.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def multihead_shapes() -> dict[str, str]:
     """
     p = _MHA_PROBE
     seen: dict = {}
-    with torch.device("meta"):
+    with torch.random.fork_rng(devices=[]):
         mha = MultiHeadAttention(p["H"], p["D"], p["d_k"], p["d_v"], dropout=0.0).eval()
         q = torch.zeros(p["B"], p["T_q"], p["D"])  # (B, T_q, D)
         kv = torch.zeros(p["B"], p["T_k"], p["D"])  # (B, T_k, D)
@@ -105,7 +107,7 @@ def transformer_shapes() -> dict[str, str]:
         max_len=max(p["T_src"], p["T_tgt"]),
     )
     seen: dict = {}
-    with torch.device("meta"):
+    with torch.random.fork_rng(devices=[]):
         model = Transformer(config).eval()
         enc, dec = model.encoder.layers[0], model.decoder.layers[0]
         watched = {
