@@ -17,18 +17,19 @@ CHAPTER_TAGS = {
 }
 
 
-def _sizes(config: TransformerConfig) -> str:
+def _sizes(config: TransformerConfig) -> list[str]:
+    """The config's sizes, as two lines of the legend."""
     d_k, d_v = config.head_dims
     heads = f"d_k = d_v = {d_k}" if d_k == d_v else f"d_k = {d_k}, d_v = {d_v}"
     layers = (
         f"N = {config.n_enc_layers}"
         if config.n_enc_layers == config.n_dec_layers
-        else f"N = {config.n_enc_layers} (encoder), {config.n_dec_layers} (decoder)"
+        else f"N = {config.n_enc_layers} and {config.n_dec_layers}"
     )
-    return (
-        f"{layers} · D = {config.d_model:,} · H = {config.n_head} · {heads} · "
-        f"d_ff = {config.d_ff:,} · V = {config.tgt_vocab:,}"
-    )
+    return [
+        f"{layers} · D = {config.d_model:,} · H = {config.n_head} · {heads}",
+        f"d_ff = {config.d_ff:,} · V = {config.tgt_vocab:,}",
+    ]
 
 
 def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool = False) -> str:
@@ -42,7 +43,7 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
     config = config or TransformerConfig()
     s = transformer_shapes()
     tag = CHAPTER_TAGS if chapters else dict.fromkeys(CHAPTER_TAGS)
-    width, height = 720, 960
+    width, height = 680, 960
     desc = (
         "The Transformer as built by tutorial_lib.model. Encoder, left: source tokens "
         f"{s['src']} are embedded (times sqrt(D)) and given sinusoidal positions, "
@@ -56,10 +57,10 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
         f"{s['cross_kv']} (mask {s['src_mask']}, weights "
         f"{s['cross_weights']}) and a feed-forward block, each followed by Add & Norm; a "
         f"linear layer tied to the embedding gives logits {s['logits']} and a softmax the "
-        f"next-token probabilities. Sizes: {_sizes(config)}."
+        f"next-token probabilities. Sizes: {', '.join(_sizes(config))}."
     )
     c = Canvas(width, height, "The Transformer, encoder and decoder", desc, "transformer-diagram")
-    ex, dx, bw = 205.0, 515.0, 220.0  # column centres and box width
+    ex, dx, bw = 190.0, 490.0, 220.0  # column centres and box width
     gap = 24.0
 
     def stack(cx, y, items, residual_x):
@@ -135,9 +136,8 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
         ex - bw / 2 - 32, enc_top - 8, bw + 50, block_bottom - enc_top + 2, fill="none",
         stroke=MUTED, rx=10, dashed=True,
     )  # fmt: skip
-    c.text(ex - bw / 2 - 40, (enc_top + block_bottom) / 2, f"N = {config.n_enc_layers}", 13,
-           anchor="end", weight="bold")  # fmt: skip
-    c.text(ex - bw / 2 - 40, (enc_top + block_bottom) / 2 + 17, "layers", 12, anchor="end")
+    c.text(ex - bw / 2 - 28, block_bottom + 18, f"N = {config.n_enc_layers} layers", 13,
+           anchor="start", weight="bold")  # fmt: skip
     # The memory: up, then across to the decoder's cross-attention.
     mem_y = enc_top - 44
     # Decoder: its cross-attention sits at the height the memory arrives.
@@ -170,9 +170,8 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
         dx - bw / 2 - 18, dec_top - 8, bw + 50, dec_block_bottom - dec_top + 2, fill="none",
         stroke=MUTED, rx=10, dashed=True,
     )  # fmt: skip
-    c.text(dx + bw / 2 + 40, (dec_top + dec_block_bottom) / 2, f"N = {config.n_dec_layers}", 13,
-           anchor="start", weight="bold")  # fmt: skip
-    c.text(dx + bw / 2 + 40, (dec_top + dec_block_bottom) / 2 + 17, "layers", 12, anchor="start")
+    c.text(dx + bw / 2 + 28, dec_block_bottom + 18, f"N = {config.n_dec_layers} layers", 13,
+           anchor="end", weight="bold")  # fmt: skip
     cross_mid = dec_mids[2]
     c.line([(ex, enc_top), (ex, cross_mid), (dx - bw / 2, cross_mid)])
     c.text(ex + 6, enc_top - 17, f"memory {s['memory']}", 12, anchor="start")
@@ -189,9 +188,12 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
     c.box(dx - bw / 2, soft_top, bw, ["Softmax"], FILL["softmax"])
     c.line([(dx, soft_top), (dx, soft_top - 22)])
     c.text(dx, soft_top - 28, "next-token probabilities", 13)
+    legend = [
+        *_sizes(config),
+        "Every attention box runs H heads.",
+        "Add & Norm: LayerNorm(x + sub-layer(x)).",
+    ]
     c.text(20, 24, "The Transformer (post-LN, as in the paper)", 13, anchor="start", weight="bold")
-    c.text(20, 42, _sizes(config), 12, anchor="start", colour=MUTED)
-    c.text(20, 60, "Each attention box runs H heads (the multi-head diagram);", 12, anchor="start",
-           colour=MUTED)  # fmt: skip
-    c.text(20, 76, "Add & Norm is LayerNorm(x + sub-layer(x)).", 12, anchor="start", colour=MUTED)
+    for i, line in enumerate(legend):
+        c.text(20, 43 + 17 * i, line, 12, anchor="start", colour=MUTED)
     return c.render()
