@@ -43,7 +43,7 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
     config = config or TransformerConfig()
     s = transformer_shapes()
     tag = CHAPTER_TAGS if chapters else dict.fromkeys(CHAPTER_TAGS)
-    width, height = 680, 960
+    width, height = 660, 960
     desc = (
         "The Transformer as built by tutorial_lib.model. Encoder, left: source tokens "
         f"{s['src']} are embedded (times sqrt(D)) and given sinusoidal positions, "
@@ -60,7 +60,7 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
         f"next-token probabilities. Sizes: {', '.join(_sizes(config))}."
     )
     c = Canvas(width, height, "The Transformer, encoder and decoder", desc, "transformer-diagram")
-    ex, dx, bw = 190.0, 490.0, 220.0  # column centres and box width
+    ex, dx, bw = 182.0, 475.0, 220.0  # column centres and box width
     gap = 24.0
 
     def stack(cx, y, items, residual_x):
@@ -175,7 +175,7 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
     cross_mid = dec_mids[2]
     c.line([(ex, enc_top), (ex, cross_mid), (dx - bw / 2, cross_mid)])
     c.text(ex + 6, enc_top - 17, f"memory {s['memory']}", 12, anchor="start")
-    c.text((ex + bw / 2 + dx - bw / 2) / 2 - 4, cross_mid - 6, "keys, values", 12)
+    c.text((ex + bw / 2 + dx - bw / 2) / 2 - 10, cross_mid - 6, "keys, values", 12)
     # Output: linear tied to the embedding, then softmax.
     lin_top = dec_top - 40 - 44
     c.line([(dx, dec_top), (dx, lin_top + 44)])
