@@ -13,6 +13,7 @@ from tutorial_lib.figures.lookup import (
     QUERY_STEPS,
     TEMPERATURES,
     VALUES,
+    draw_weights_against_temperature,
     hard_lookup,
     lookup_explorer,
     lookup_svg,
@@ -91,3 +92,19 @@ def test_the_explorer_covers_the_grid_and_stays_light():
     assert len(html) < 700_000  # a few kB a frame
     shown = html.split("<script>")[0]
     assert len(re.findall(r"<svg ", shown)) == 1  # one frame in the page, the others in the script
+
+
+def test_weights_against_temperature_draw_one_curve_per_key():
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    temperatures = torch.logspace(-1, 1, 9)
+    query = torch.tensor([2.0, 1.0])
+    draw_weights_against_temperature(fig, query, temperatures)
+    (ax,) = fig.axes
+    curves = [line for line in ax.get_lines() if len(line.get_xdata()) == len(temperatures)]
+    assert len(curves) == KEYS.shape[0]
+    for i, line in enumerate(curves):
+        expected = [soft_lookup(query, float(t))[1][i].item() for t in temperatures]
+        assert list(line.get_ydata()) == pytest.approx(expected)
+    assert ax.get_xscale() == "log"

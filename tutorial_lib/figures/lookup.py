@@ -32,6 +32,7 @@ __all__ = [
     "hard_lookup",
     "lookup_svg",
     "lookup_explorer",
+    "draw_weights_against_temperature",
 ]
 
 _ANGLES = (20.0, 110.0, 200.0, 290.0)  # degrees: four directions, a quarter turn apart
@@ -161,3 +162,24 @@ def lookup_explorer() -> Explorer:
         initial={"x": 2.0, "y": 1.0, "temperature": 1.0},
         title="A soft lookup: one query, four keys, four values",
     )
+
+
+def draw_weights_against_temperature(fig, query: Tensor, temperatures: Tensor) -> None:
+    """Each key's weight for ``query`` (d_k,) at every tau in ``temperatures`` (log axis).
+
+    The explorer's three temperatures are marked, so the curve and the frames can be read
+    together. Draws on the matplotlib Figure it is given.
+    """
+    weights = torch.stack([soft_lookup(query, float(tau))[1] for tau in temperatures])
+    ax = fig.subplots()
+    for i in range(KEYS.shape[0]):
+        ax.plot(temperatures, weights[:, i], color=HEAD_COLOURS[i], lw=2, label=f"$k_{i + 1}$")
+    for tau in TEMPERATURES:
+        ax.axvline(tau, color="#999999", lw=1, ls=":")
+    ax.axhline(1 / KEYS.shape[0], color="#999999", lw=1, ls="--")
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("temperature τ (dotted: the explorer's values)")
+    ax.set_ylabel("weight")
+    ax.set_title(f"Weights for q = ({query[0]:g}, {query[1]:g}); dashed: 1/4, the average")
+    ax.legend(title="key", loc="center right")
