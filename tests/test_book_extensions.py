@@ -54,7 +54,9 @@ def test_editions_choose_whether_solutions_are_hidden(monkeypatch, edition, hidd
     monkeypatch.delenv("BOOK_JUPYTERHUB_URL", raising=False)
     config = fake_config()
     editions.choose_edition(None, config)
-    assert config.hide_solutions is hidden
+    assert editions.is_student_edition(config) is hidden
+    # sphinx-exercise must build every solution, or a gated one has no start to merge from.
+    assert config.hide_solutions is False
     assert "jupyterhub_url" not in config.html_theme_options["launch_buttons"]
 
 
