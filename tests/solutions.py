@@ -6,6 +6,7 @@ MyST roles and math (those are rewritten on the way to HTML or to a learner note
 leaving out any piece that also appears in the chapter outside its solutions.
 """
 
+import functools
 import html
 import json
 import re
@@ -61,6 +62,7 @@ def fragments(body: str) -> list[str]:
     return pieces
 
 
+@functools.cache
 def chapter_fragments(path: Path) -> dict[int, list[str]]:
     """Solution number -> its fragments that do not also appear elsewhere in the chapter."""
     text = markdown_of(path)
@@ -93,9 +95,16 @@ def readable(path: Path) -> str:
     return "\n\n".join(parts)
 
 
-def leaks(text: str, path: Path) -> list[str]:
-    """The fragments of ``path``'s solutions that occur in ``text``."""
-    seen = normalize(text)
-    return [
-        f for pieces in chapter_fragments(path).values() for f in pieces if normalize(f) in seen
-    ]
+def leaks(text: str, path: Path, *, normalized: bool = False) -> list[str]:
+    """The fragments of ``path``'s solutions that occur in ``text``.
+
+    Pass ``normalized=True`` with ``normalize(text)`` to search one text for many chapters.
+    """
+    seen = text if normalized else normalize(text)
+    return [original for original, plain in _fragments(path) if plain in seen]
+
+
+@functools.cache
+def _fragments(path: Path) -> tuple[tuple[str, str], ...]:
+    pieces = chapter_fragments(path).values()
+    return tuple((f, normalize(f)) for fragments in pieces for f in fragments)

@@ -108,12 +108,14 @@ class Bibliography:
 
     def author_year(self, key: str) -> tuple[str, str]:
         """("Vaswani *et al.*", "2017"), as the book's author-year citations read."""
+        from pybtex.backends.plaintext import Backend
         from pybtex.richtext import Text
 
         entry = self._entry(key)
         people = entry.persons.get("author") or entry.persons.get("editor") or []
+        # render(Backend()), not render_as("text"), which scans entry points on every call.
         names = [
-            Text.from_latex(" ".join(p.prelast_names + p.last_names)).render_as("text")
+            Text.from_latex(" ".join(p.prelast_names + p.last_names)).render(Backend())
             for p in people
         ]
         if not names:
@@ -128,14 +130,14 @@ class Bibliography:
 
     def formatted(self, keys: list[str]) -> list[str]:
         """Each entry as the book's bibliography formats it (pybtex), in Markdown."""
-        from pybtex.plugin import find_plugin
+        from pybtex.backends.markdown import Backend
+        from pybtex.style.formatting.unsrt import Style
 
-        style = find_plugin("pybtex.style.formatting", "unsrt")()
         entries = [self._entry(key) for key in keys]
         # pybtex escapes every punctuation mark; in the middle of a line these need none.
         return [
-            re.sub(r"\\([.()\-!:])", r"\1", " ".join(e.text.render_as("markdown").split("\n")))
-            for e in style.format_entries(entries)
+            re.sub(r"\\([.()\-!:])", r"\1", " ".join(e.text.render(Backend()).split("\n")))
+            for e in Style().format_entries(entries)
         ]
 
 
