@@ -478,7 +478,13 @@ def learner_notebook(source: Path, docname: str, converter: Converter) -> nbform
         else:
             cells.append(cell)
     page = converter.links.docs.get(docname, (f"{docname}.html", ""))[0]
-    cells.insert(1, about_cell(converter.url(page), converter.edition))
+    # The note goes right under the title, which leads the chapter's first cell.
+    title, _, rest = cells[0].source.partition("\n\n")
+    if cells[0].cell_type != "markdown" or not title.startswith("# "):
+        raise LearnerError(f"{docname}: a chapter starts with its title")
+    cells[0].source = title
+    more = [nbformat.v4.new_markdown_cell(rest)] if rest.strip() else []
+    cells[1:1] = [about_cell(converter.url(page), converter.edition), *more]
     for index, cell in enumerate(cells):
         # Ids by position: a notebook made from the same source is the same file.
         cell.id = f"cell-{index:03d}"
