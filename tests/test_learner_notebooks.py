@@ -78,6 +78,13 @@ def test_no_myst_syntax_reaches_a_learner(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_machine_paths(path):
+    assert not re.search(
+        r"/(tmp|root|work|home)/[A-Za-z]|file://", (NOTEBOOKS / path.name).read_text()
+    )
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_student_notebook_holds_no_solution(path):
     fragments = chapter_fragments(path)
     assert all(fragments.values()), "every solution must have text to look for"
