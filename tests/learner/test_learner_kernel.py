@@ -3,7 +3,7 @@
 The kernel's environment holds only what Colab brings that the chapters use (PyTorch
 2.13.0, numpy, matplotlib, ipywidgets 7 and ipykernel), none of the book's build tools,
 and nothing of the book's own environment. Each notebook gets a fresh environment on top
-of that one, so its first cell must install tutorial_lib itself: from a copy of this
+of that one, so its first cell must install tutorial_lib itself: from a wheel of this
 checkout, standing in for the git tag the cell names.
 
 Slow (minutes): `make test-learner`, part of `make test`. The base environment is cached
@@ -19,11 +19,11 @@ import sys
 import sysconfig
 import tomllib
 import venv
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -39,6 +39,8 @@ KERNEL_PACKAGES = [
 # Other packages take the book's pins, so the environment is the same on every run.
 NOT_PINNED_FROM_BOOK = ("ipywidgets", "widgetsnbextension", "jupyterlab_widgets", "torch")
 BUILD_TOOLS = ["myst_nb", "jupyter_book", "sphinx", "jupyter_cache"]
+# nbclient's command line, from the book's environment: it starts the 'learner' kernel.
+EXECUTE = Path(sys.executable).with_name("jupyter-execute")
 
 
 def constraints() -> str:
@@ -85,18 +87,26 @@ def base_env() -> Path:
 
 
 @pytest.fixture(scope="session")
-def checkout(tmp_path_factory) -> Path:
-    """A copy of the library's sources, as the git tag would give them."""
+def release(tmp_path_factory) -> Path:
+    """A wheel of this checkout's library, standing in for the git tag the cell names."""
     copy = tmp_path_factory.mktemp("checkout")
     shutil.copytree(
         ROOT / "tutorial_lib", copy / "tutorial_lib", ignore=shutil.ignore_patterns("__pycache__")
     )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, copy / name)
-    return copy
+    wheels = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, copy],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    [wheel] = wheels.glob("tutorial_lib-*.whl")
+    return wheel
 
 
-def fresh_kernel(base: Path, where: Path, checkout: Path) -> None:
+def fresh_kernel(base: Path, where: Path, release: Path) -> None:
     """A new environment over the base one, and a Jupyter kernel named 'learner' for it."""
     env = where / "env"
     venv.create(env, with_pip=False)
@@ -111,7 +121,7 @@ def fresh_kernel(base: Path, where: Path, checkout: Path) -> None:
         "display_name": "learner",
         "language": "python",
         "env": {
-            "TUTORIAL_LIB_SOURCE": str(checkout),
+            "TUTORIAL_LIB_SOURCE": str(release),
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "PYTHONPATH": "",
             "BOOK_PATHS_NOT_TO_SEE": book_paths,
@@ -135,20 +145,34 @@ def outputs_text(cell) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
 
 
+@pytest.fixture(scope="session")
+def executed(base_env, release, tmp_path_factory) -> dict:
+    """Every learner notebook run in its own fresh kernel, two at a time (two cores)."""
+
+    def run(path: Path):
+        where = tmp_path_factory.mktemp(path.stem)
+        fresh_kernel(base_env, where, release)
+        work = where / "content"  # like Colab's /content: the notebook alone
+        work.mkdir()
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+        nbformat.write(nb, work / path.name)
+        done = subprocess.run(
+            [EXECUTE, "--inplace", "--kernel_name=learner", "--timeout=900", work / path.name],
+            env=os.environ | {"JUPYTER_PATH": str(where / "jupyter")},
+            capture_output=True,
+            text=True,
+        )
+        return done, nbformat.read(work / path.name, as_version=4)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip((p.name for p in NOTEBOOKS), pool.map(run, NOTEBOOKS), strict=True))
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_learner_notebook_runs_top_to_bottom_in_a_colab_like_kernel(
-    path, base_env, checkout, tmp_path, monkeypatch
-):
-    fresh_kernel(base_env, tmp_path, checkout)
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    work = tmp_path / "content"  # like Colab's /content: the notebook alone
-    work.mkdir()
-    nb = nbformat.read(path, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(PROBE))
-    client = NotebookClient(
-        nb, kernel_name="learner", timeout=900, resources={"metadata": {"path": str(work)}}
-    )
-    client.execute()  # raises on the first cell that fails
+def test_learner_notebook_runs_top_to_bottom_in_a_colab_like_kernel(path, executed):
+    done, nb = executed[path.name]
+    assert done.returncode == 0, f"{path.name} failed:\n{done.stderr[-4000:]}"
 
     install = outputs_text(next(c for c in nb.cells if c.cell_type == "code"))
     lines = install.strip().splitlines()
