@@ -143,7 +143,7 @@ def test_with_live_controls_the_frames_say_where_they_come_alive():
 
 
 def test_an_ipywidgets_7_box_is_shown_through_its_view_spec():
-    from tutorial_lib.widgets import _widget_view
+    from tutorial_lib.figures.explorer import _widget_view
 
     class Box7:  # ipywidgets 7 has no _repr_mimebundle_; it displays this view itself
         def get_view_spec(self):
