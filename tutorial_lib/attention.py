@@ -13,8 +13,8 @@ Mask convention: boolean, True = may attend, as in
 
 Introduced in chapter Q1 ("Why does each head work in a lower dimension?").
 
-Over 300 lines on purpose: this is the one place where scores are made and masks are
-defined, and every other module builds on it.
+About 400 lines on purpose: this is the one place where scores are made and masks are
+defined and checked (so that no mask is ever misread), and every other module builds on it.
 """
 
 from __future__ import annotations

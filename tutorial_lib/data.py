@@ -157,7 +157,11 @@ _SPECIAL_TEXT = {PAD: "·", BOS: "<s>", EOS: "</s>"}
 
 def to_text(tokens: Tensor | list[int]) -> str:
     """Token ids (T,) -> "3 1 4 1 5": symbols as digits (or numbers), specials as ·, <s>, </s>."""
-    tokens = tokens if isinstance(tokens, Tensor) else torch.tensor(list(tokens), dtype=torch.long)
+    if not isinstance(tokens, Tensor):
+        try:
+            tokens = torch.tensor(list(tokens), dtype=torch.long)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"tokens must be token ids (T,); got {tokens!r}") from None
     check_tensor("tokens", tokens, "integer", "(T,) token ids")
     if tokens.dim() != 1:
         raise ValueError(f"tokens must be one sequence (T,); got shape {format_shape(tokens)}")

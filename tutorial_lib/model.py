@@ -18,8 +18,9 @@ Masks are boolean, True = may attend, broadcastable to (B, T_q, T_k).
 
 Introduced in chapter Q5 ("The whole Transformer").
 
-About 400 lines, one file on purpose: the encoder-decoder reads top to bottom like the
-paper's Figure 1, and splitting it would send a reader between files for one picture.
+About 500 lines, one file on purpose: the encoder-decoder reads top to bottom like the
+paper's Figure 1 (each part checking its own inputs), and splitting it would send a reader
+between files for one picture.
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ class TransformerConfig:
         dropout = check_real("dropout", self.dropout, minimum=0, maximum=1)
         object.__setattr__(self, "dropout", dropout)
         object.__setattr__(self, "token_rms", check_real("token_rms", self.token_rms, above=0))
+        if self.d_model % 2:
+            raise ValueError(
+                f"d_model must be even: the sinusoidal positions come in (sin, cos) pairs; got "
+                f"d_model={self.d_model}"
+            )
         if self.pad_id >= min(self.src_vocab, self.tgt_vocab):
             raise ValueError(
                 f"pad_id must be a token id below both vocabulary sizes (V_src={self.src_vocab}, "
@@ -359,6 +365,7 @@ class Encoder(nn.Module):
     def forward(self, src: Tensor, mask: Tensor | None = None) -> tuple[Tensor, list[Tensor]]:
         """src (B, T_src), mask (B, 1, T_src) -> memory (B, T_src, D) and, per layer,
         weights (B, H, T_src, T_src)."""
+        check_token_ids("src", src, self.embed.table.num_embeddings)
         x = self.embed(src)  # (B, T_src, D)
         weights = []
         for layer in self.layers:
@@ -385,6 +392,9 @@ class Decoder(nn.Module):
 
     def logits(self, y: Tensor) -> Tensor:
         """y (B, T, D) -> (B, T, V)."""
+        table = self.embed.table.weight  # (V, D)
+        check_tokens(y, table.shape[1], "Decoder.logits", "y")
+        check_same_dtype("y", y, table, "Decoder")
         if self.output is None:
             return y @ self.embed.table.weight.T  # (B, T, V)
         return self.output(y)
@@ -394,6 +404,7 @@ class Decoder(nn.Module):
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """tgt (B, T_tgt) decoder input, memory (B, T_src, D) -> logits (B, T_tgt, V),
         self weights and cross weights, one (B, H, T_tgt, T) tensor per layer."""
+        check_token_ids("tgt", tgt, self.embed.table.num_embeddings)
         y = self.embed(tgt)  # (B, T_tgt, D)
         self_weights, cross_weights = [], []
         for layer in self.layers:
@@ -403,6 +414,7 @@ class Decoder(nn.Module):
         return self.logits(y), self_weights, cross_weights
 
     def start_cache(self, memory: Tensor) -> list[LayerCache]:
+        """One :class:`LayerCache` per layer, from the memory (B, T_src, D)."""
         return [layer.start_cache(memory) for layer in self.layers]
 
     def step(
@@ -411,11 +423,17 @@ class Decoder(nn.Module):
         """token (B, 1) at ``position`` -> logits (B, 1, V) and cross weights (B, H, 1, T_src)
         per layer; every layer's cache grows by one position (a PAD token is masked there, as
         :meth:`forward` masks it)."""
-        y = self.embed(token, offset=position)  # (B, 1, D)
-        if len(caches) != len(self.layers):
+        check_token_ids("token", token, self.embed.table.num_embeddings)
+        if token.shape[1] != 1:
             raise ValueError(
-                f"caches must hold one LayerCache per layer ({len(self.layers)}, from "
-                f"start_cache); got {len(caches)}"
+                f"token must be the newest token only, (B, 1); got {format_shape(token)}"
+            )
+        y = self.embed(token, offset=check_int("position", position, minimum=0))  # (B, 1, D)
+        found = len(caches) if isinstance(caches, (list, tuple)) else type(caches).__name__
+        if found != len(self.layers):
+            raise ValueError(
+                f"caches must be a list of one LayerCache per layer ({len(self.layers)}, from "
+                f"start_cache); got {found}"
             )
         is_real = token != self.pad_id  # (B, 1)
         cross_weights = []

@@ -134,7 +134,7 @@ def test_lab_inputs_are_checked_by_the_lab():
         TinyEncoder(5, 3)(torch.full((2, 4), 5))
     with pytest.raises(ValueError, match="n_head must be a positive integer"):
         SelfAttention(8, 0)
-    with pytest.raises(ValueError, match="norm must be one of"):
+    with pytest.raises(ValueError, match="kind must be one of"):
         make_norm("group", 8)
     with pytest.raises(TypeError, match="positions must be True or False"):
         TinyEncoder(5, 3, positions="yes")

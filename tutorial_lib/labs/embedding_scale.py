@@ -86,8 +86,8 @@ def train_reversal(
     stream = iter(lambda: torch.randint(0, vocab, (32, T), generator=data), None)
 
     def loss_fn(model, tokens):
-        logits = model(tokens)  # (B, T, vocab)
-        return nn.functional.cross_entropy(logits.reshape(-1, vocab), tokens.flip(1).reshape(-1))
+        logits = model(tokens)  # (B, T, the model's vocabulary)
+        return nn.functional.cross_entropy(logits.flatten(0, 1), tokens.flip(1).flatten())
 
     with one_thread():
         losses = fit(model, stream, loss_fn, steps=steps, lr=3e-3)

@@ -6,6 +6,9 @@ The chapter builds each idea in visible cells; what lives here is what it and
 ``make bench`` must share, so the book and the benchmark run the same code: the
 models, the toy tasks and the training of the experiment. Its figures are in
 :mod:`tutorial_lib.figures.positional`.
+
+About 370 lines: the config (checked field by field), the models, the two tasks and the
+runner, which read best together.
 """
 
 from __future__ import annotations
@@ -315,7 +318,7 @@ def position_part_by_distance(model: PositionModel, tokens: Tensor, first: int =
     tokens: (B, T). Entry [h, d] is the mean, over the batch and over queries i >= ``first``
     with a key at distance d = i - j, of what head h's score bias adds for that pair: for
     Transformer-XL its terms (b) + (d) (``position_terms``), otherwise the whole bias.
-    Distances no query reaches are NaN.
+    Every distance 0 .. T-1 is reached (by query max(first, d)), since first < T.
     """
     if not isinstance(model, PositionModel):
         raise TypeError(f"model must be a PositionModel; got {type(model).__name__}")

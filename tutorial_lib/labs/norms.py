@@ -58,7 +58,7 @@ PLACEMENTS = ("post", "pre")
 
 def make_norm(kind: str, d_model: int) -> nn.Module:
     """A fresh norm layer of the given kind (see the module docstring)."""
-    check_choice("norm", kind, NORM_KINDS)
+    check_choice("kind", kind, NORM_KINDS)
     if kind == "layer":
         return LayerNorm(d_model)
     if kind == "rms":
@@ -154,6 +154,10 @@ class TinyEncoder(nn.Module):
         self.vocab, d_model = check_int("vocab", vocab), check_int("d_model", d_model, why="(D)")
         n_classes, n_layers = check_int("n_classes", n_classes), check_int("n_layers", n_layers, 0)
         positions = check_bool("positions", positions)
+        # Checked here too: with n_layers = 0 no Block would ever see them.
+        n_head, d_ff = check_int("n_head", n_head, why="(H)"), check_int("d_ff", d_ff)
+        check_choice("norm", norm, NORM_KINDS)
+        check_choice("placement", placement, PLACEMENTS)
         self.embed = nn.Embedding(self.vocab, d_model, padding_idx=0)  # padding embeds to zeros
         self.max_len = max_len = check_int("max_len", max_len)
         # Tasks that ignore order can drop positions; then nothing in the model depends on T.

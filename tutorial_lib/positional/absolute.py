@@ -82,6 +82,7 @@ class AbsolutePositionalEncoding(nn.Module):
     d_model: int
 
     def encoding(self, T: int) -> Tensor:
+        """(T, D): what is added at positions 0 .. T-1. Subclasses define it."""
         raise NotImplementedError
 
     def forward(self, x: Tensor) -> Tensor:
@@ -103,6 +104,8 @@ class SinusoidalPositionalEncoding(AbsolutePositionalEncoding):
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
 
     def encoding(self, T: int) -> Tensor:
+        """(T, D): the rows for positions 0 .. T-1."""
+        T = check_int("T", T, minimum=0)
         if T <= self.pe.shape[0]:
             return self.pe[:T]  # (T, D)
         return sinusoidal_encoding(T, self.d_model, self.base).to(self.pe.device)  # (T, D)
@@ -122,6 +125,8 @@ class LearnedPositionalEmbedding(AbsolutePositionalEncoding):
         self.table = nn.Parameter(torch.randn(max_len, d_model) * init_std)  # (max_len, D)
 
     def encoding(self, T: int) -> Tensor:
+        """(T, D): the rows for positions 0 .. T-1, which must exist in the table."""
+        T = check_int("T", T, minimum=0)
         if T > self.max_len:
             raise ValueError(
                 f"a sequence of T={T} tokens needs rows for positions 0..{T - 1}, but this "

@@ -9,6 +9,9 @@ broadcastable to the scores (..., T_q, T_k) and may add a term to the output.
 the *distance* i - j used by ALiBi is its negative.
 
 Introduced in chapter Q3b ("Relative positions").
+
+About 370 lines: four variants, one class each, that share the relative-position helpers
+and the input checks above them.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class ScoreBias(nn.Module):
         raise NotImplementedError
 
     def value_term(self, weights: Tensor) -> Tensor | None:
+        """A (..., T_q, d_v) term added to the output, or None (the default: none)."""
         return None
 
 
@@ -115,6 +119,10 @@ class ShawRelativePosition(ScoreBias):
         return per_distance.gather(-1, index) * scale  # (..., T_q, T_k)
 
     def value_term(self, weights: Tensor) -> Tensor:
+        """weights (..., T_q, T_k) -> sum_j w_ij a^V_ij, (..., T_q, d_v)."""
+        check_tensor("weights", weights, "float", "(..., T_q, T_k)")
+        if weights.dim() < 2:
+            raise ValueError(f"weights must be (..., T_q, T_k); got {format_shape(weights)}")
         T_q, T_k = weights.shape[-2:]
         index = self.index(T_q, T_k, weights.device).expand(weights.shape)  # (..., T_q, T_k)
         # Sum the weights that fall on each clipped distance, then mix the a^V vectors.
@@ -188,6 +196,9 @@ class TransformerXLRelativePosition(ScoreBias):
 
     def projected(self, distances: Tensor) -> Tensor:
         """W_R R_d for each distance d: (N,) -> (H, N, d_k)."""
+        check_tensor("distances", distances, "real", "(N,)")
+        if distances.dim() != 1 or not torch.isfinite(distances.double()).all():
+            raise ValueError(f"distances must be finite, (N,); got shape {format_shape(distances)}")
         r = _sinusoid(distances, self.d_pos, self.base).to(self.w_r.weight.dtype)  # (N, d_pos)
         r = self.w_r(r).view(-1, self.n_head, self.d_k)  # (N, H, d_k)
         return r.transpose(0, 1)  # (H, N, d_k)
@@ -213,14 +224,17 @@ class TransformerXLRelativePosition(ScoreBias):
         self._check(q, k)
         T_q, T_k = q.shape[-2], k.shape[-2]
         distance = -relative_position(T_q, T_k, q.device)  # (T_q, T_k): i - j
-        r = self.projected(distance.flatten()).unflatten(1, (T_q, T_k))  # (H, T_q, T_k, d_k)
+        r = (
+            self.projected(distance.flatten()).unflatten(1, (T_q, T_k)).to(q.dtype)
+        )  # (H, T_q, T_k, d_k)
+        u, v = self.u.to(q.dtype), self.v.to(q.dtype)  # (H, d_k) each
         return {
             "a": q @ k.transpose(-2, -1),
             "b": torch.einsum("...hid,hijd->...hij", q, r),
-            "c": torch.einsum("hd,...hjd->...hj", self.u, k)
+            "c": torch.einsum("hd,...hjd->...hj", u, k)
             .unsqueeze(-2)
             .expand(*k.shape[:-2], T_q, T_k),
-            "d": torch.einsum("hd,hijd->hij", self.v, r).expand(*q.shape[:-2], T_q, T_k),
+            "d": torch.einsum("hd,hijd->hij", v, r).expand(*q.shape[:-2], T_q, T_k),
         }
 
 
@@ -310,6 +324,7 @@ class T5RelativeBias(ScoreBias):
         self.table = nn.Parameter(torch.randn(num_buckets, n_head) * init_std)  # (buckets, H)
 
     def buckets(self, T_q: int, T_k: int, device=None) -> Tensor:
+        """(T_q, T_k) long: the bucket of each (query, key) pair."""
         rel = relative_position(T_q, T_k, device)  # (T_q, T_k)
         return t5_relative_bucket(rel, self.bidirectional, self.num_buckets, self.max_distance)
 
