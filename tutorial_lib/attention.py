@@ -33,6 +33,7 @@ from .validate import (
     check_tensor,
     check_tokens,
     format_shape,
+    to_tensor,
 )
 
 __all__ = [
@@ -403,14 +404,7 @@ def padding_mask(lengths: Tensor | list[int], T: int) -> Tensor:
     head axis (``mask[:, None]``, giving (B, 1, 1, T)) for the functional form.
     """
     T = check_int("T", T, minimum=0)
-    if not isinstance(lengths, Tensor):
-        try:
-            lengths = torch.as_tensor(lengths)
-        except (TypeError, ValueError, RuntimeError):
-            raise TypeError(
-                f"lengths must be B integers, one per sequence; got {lengths!r}"
-            ) from None
-    check_tensor("lengths", lengths, "integer", "(B,), one length per sequence")
+    lengths = to_tensor("lengths", lengths, "integer", "(B,), one length per sequence")
     if lengths.dim() != 1:
         raise ValueError(f"lengths must be 1-D (B,); got shape {format_shape(lengths)}")
     if (lengths < 0).any() or (lengths > T).any():

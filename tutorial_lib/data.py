@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from . import seeds
-from .validate import check_choice, check_int, check_tensor, format_shape
+from .validate import check_choice, check_int, check_tensor, format_shape, to_tensor
 
 __all__ = [
     "PAD",
@@ -157,12 +157,9 @@ _SPECIAL_TEXT = {PAD: "·", BOS: "<s>", EOS: "</s>"}
 
 def to_text(tokens: Tensor | list[int]) -> str:
     """Token ids (T,) -> "3 1 4 1 5": symbols as digits (or numbers), specials as ·, <s>, </s>."""
-    if not isinstance(tokens, Tensor):
-        try:
-            tokens = torch.tensor(list(tokens), dtype=torch.long)
-        except (TypeError, ValueError, RuntimeError):
-            raise TypeError(f"tokens must be token ids (T,); got {tokens!r}") from None
-    check_tensor("tokens", tokens, "integer", "(T,) token ids")
+    if isinstance(tokens, (list, tuple)) and not tokens:
+        tokens = torch.zeros(0, dtype=torch.long)  # no tokens: the empty text
+    tokens = to_tensor("tokens", tokens, "integer", "(T,) token ids")
     if tokens.dim() != 1:
         raise ValueError(f"tokens must be one sequence (T,); got shape {format_shape(tokens)}")
     ids = tokens.tolist()

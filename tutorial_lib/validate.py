@@ -44,6 +44,7 @@ __all__ = [
     "check_bool",
     "check_choice",
     "check_tensor",
+    "to_tensor",
     "check_tokens",
     "check_padding_mask",
     "check_token_ids",
@@ -208,6 +209,18 @@ def check_tensor(name: str, value: object, kind: str | None = None, letters: str
         if not ok(value):
             raise TypeError(f"{name} must be {described} tensor{shape}; got dtype {value.dtype}")
     return value
+
+
+def to_tensor(name: str, value: object, kind: str | None = None, letters: str = "") -> Tensor:
+    """``value`` as a tensor (lists, tuples and NumPy arrays of numbers are converted), then
+    checked as :func:`check_tensor` does; anything else is a TypeError naming ``name``."""
+    if not isinstance(value, Tensor):
+        try:
+            value = torch.as_tensor(value)
+        except (TypeError, ValueError, RuntimeError):
+            shape = f" {letters}" if letters else ""
+            raise TypeError(f"{name} must be numbers{shape}; got {name}={_given(value)}") from None
+    return check_tensor(name, value, kind, letters)
 
 
 def check_tokens(x: Tensor, d_model: int, where: str, name: str = "x") -> None:

@@ -13,6 +13,7 @@ from tests.fuzz.harness import (
     Registry,
     Spec,
     as_any_integer,
+    holds,
     ids,
     shape_is,
     sizes,
@@ -829,3 +830,23 @@ def _(draw):
             "where": "L",
         },
     ), ("q",)
+
+
+@spec("validate.to_tensor")
+def _(draw):
+    value = draw(
+        st.sampled_from([[1, 2], (0.5,), np.arange(3), torch.ones(2, dtype=torch.long), 7])
+    )
+    return Call(
+        V.to_tensor, {"name": "arg_x", "value": value, "kind": "real"}, holds(torch.is_tensor)
+    )
+
+
+@illegal("validate.to_tensor")
+def _(draw):
+    value, kind = draw(
+        st.sampled_from(
+            [("12", None), ([[1], [2, 3]], None), ([True], "integer"), ([0.5], "integer")]
+        )
+    )
+    return Call(V.to_tensor, {"name": "arg_x", "value": value, "kind": kind}), ("arg_x",)

@@ -21,7 +21,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..validate import check_bool, check_int, check_real, check_tensor, format_shape
+from ..validate import check_bool, check_int, check_real, check_tensor, format_shape, to_tensor
 from .absolute import _check_base, _check_even, _sinusoid
 
 __all__ = [
@@ -256,15 +256,7 @@ def t5_relative_bucket(
     bidirectional, num_buckets, max_distance = _check_buckets(
         bidirectional, num_buckets, max_distance
     )
-    if not isinstance(relative_position, Tensor):
-        try:
-            relative_position = torch.as_tensor(relative_position)
-        except (TypeError, ValueError, RuntimeError):
-            raise TypeError(
-                f"relative_position must be integers (key minus query position); got "
-                f"{relative_position!r}"
-            ) from None
-    check_tensor("relative_position", relative_position, "integer")
+    relative_position = to_tensor("relative_position", relative_position, "integer")
     bucket = torch.zeros_like(relative_position, dtype=torch.long)
     n = num_buckets
     if bidirectional:

@@ -22,6 +22,7 @@ from ..validate import (
     check_real,
     check_tensor,
     format_shape,
+    to_tensor,
 )
 from .absolute import _check_base, _check_even, sinusoidal_frequencies
 
@@ -68,12 +69,7 @@ def apply_rope(
 
 def _check_positions(positions: Tensor, x: Tensor) -> Tensor:
     """positions as float64 on x's device, with a shape that fits x (..., T, d): see apply_rope."""
-    if not isinstance(positions, Tensor):
-        try:
-            positions = torch.as_tensor(positions)
-        except (TypeError, ValueError, RuntimeError):
-            raise TypeError(f"positions must be numbers, (T,); got {positions!r}") from None
-    check_tensor("positions", positions, "real", "(T,)")
+    positions = to_tensor("positions", positions, "real", "(T,)")
     positions = positions.to(device=x.device, dtype=torch.float64)
     if not torch.isfinite(positions).all():
         raise ValueError("positions must be finite; got NaN or inf among them")
@@ -152,12 +148,7 @@ def rerope_positions(distance: Tensor, window: int, leaky: float | None = None) 
     window + (distance - window) / leaky (Leaky ReRoPE, slope 1/leaky, leaky >= 1).
     """
     window, leaky = _check_window(window, leaky)
-    if not isinstance(distance, Tensor):
-        try:
-            distance = torch.as_tensor(distance)
-        except (TypeError, ValueError, RuntimeError):
-            raise TypeError(f"distance must be numbers (i - j); got {distance!r}") from None
-    check_tensor("distance", distance, "real")
+    distance = to_tensor("distance", distance, "real", "(i - j for each pair)")
     if distance.is_floating_point() and not torch.isfinite(distance).all():
         raise ValueError("distance must be finite; got NaN or inf among them")
     far = torch.full_like(distance, window, dtype=torch.float64)
