@@ -57,7 +57,7 @@ def greedy_decode(model: Transformer, src: Tensor, max_len: int) -> tuple[Tensor
     src (B, T_src) -> tokens (B, max_len) (EOS included, PAD after it) and the logits of
     each step's newest position (B, max_len, V). Simple, and O(t) work per step repeated.
     Every token the model emits is fed back as it is: a PAD it writes is read as padding
-    (masked), exactly as :meth:`Transformer.decode` reads any PAD in its input.
+    (masked), exactly as :meth:`tutorial_lib.model.Transformer.decode` reads any PAD in its input.
     """
     max_len = _check_decoding(model, src, max_len)
     model.eval()
