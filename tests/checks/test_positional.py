@@ -138,7 +138,10 @@ ROPE_WRONG = {
         lambda x, p: x.mul_(1.0).add_(apply_rope(x, p) - x),
         r"changed its input x in place",
     ),
-    "arguments swapped": (lambda positions, x: apply_rope(x, positions), r"should have shape"),
+    "arguments swapped": (
+        lambda positions, x: apply_rope(x, positions),
+        r"raised TypeError: x must be a floating-point.*got dtype torch.int64",
+    ),
 }
 
 
