@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 
 import editions  # noqa: E402
 import offline_web  # noqa: E402
+import seeded_cache  # noqa: E402
 
 
 def fake_config(**values):
@@ -84,3 +85,20 @@ def test_student_edition_removes_gated_solutions_too():
     document += solution
     assert editions.remove_solutions(document) == 1
     assert list(document.findall(solution_node)) == [] and kept.parent is document
+
+
+@pytest.mark.parametrize(
+    "seed, path",
+    [
+        ("", "_build/.jupyter_cache"),
+        ("0", "_build/.jupyter_cache"),
+        (" 2 ", "_build/.jupyter_cache-seed2"),
+    ],
+)
+def test_each_book_seed_has_its_own_execution_cache(seed, path):
+    assert seeded_cache.cache_path("_build/.jupyter_cache", seed) == path
+
+
+def test_a_bad_book_seed_stops_the_build():
+    with pytest.raises(ValueError, match="BOOK_SEED must be an integer"):
+        seeded_cache.cache_path("_build/.jupyter_cache", "one")
