@@ -10,6 +10,7 @@ from tutorial_lib.labs.norms import (
     Block,
     TinyEncoder,
     ffn_gradient_norms,
+    first_layers,
     position_influence,
 )
 from tutorial_lib.positional import sinusoidal_encoding
@@ -167,3 +168,21 @@ def test_position_influence_errors():
         position_influence(model, torch.ones(5, dtype=torch.long))
     with pytest.raises(ValueError, match="B = 2"):
         position_influence(model, torch.ones(2, 3, dtype=torch.long), b=2)
+
+
+@pytest.mark.parametrize("placement", ["post", "pre"])
+def test_first_layers_is_the_deep_model_cut_short(placement):
+    torch.manual_seed(3)
+    deep = TinyEncoder(10, 3, d_model=8, n_head=2, d_ff=16, n_layers=4, placement=placement)
+    shallow = first_layers(deep, 2)
+    assert len(shallow.layers) == 2 and len(deep.layers) == 4  # the deep model is untouched
+    tokens = torch.randint(1, 10, (2, 5), generator=torch.Generator().manual_seed(4))
+    x = deep.embed(tokens) + deep.positions[:5]
+    for layer in deep.layers[:2]:
+        x = layer(x)
+    if deep.final_norm is not None:
+        x = deep.final_norm(x)
+    torch.testing.assert_close(shallow(tokens), deep.head(x))
+    assert shallow.head.weight is deep.head.weight  # shared, not copied
+    with pytest.raises(ValueError, match="between 1 and 4"):
+        first_layers(deep, 5)

@@ -26,6 +26,8 @@ lives in ``tutorial_lib.model``; these layers are deliberately minimal.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import Tensor, nn
 
@@ -42,6 +44,7 @@ __all__ = [
     "Block",
     "TinyEncoder",
     "ffn_gradient_norms",
+    "first_layers",
     "position_influence",
 ]
 
@@ -202,6 +205,21 @@ def ffn_gradient_norms(model: TinyEncoder) -> list[float]:
             raise ValueError("no gradient yet: call loss.backward() first")
         norms.append(grad.norm().item())
     return norms
+
+
+def first_layers(model: TinyEncoder, n_layers: int) -> TinyEncoder:
+    """The same encoder cut to its first ``n_layers`` layers: embedding, layers 1..n, head.
+
+    Nothing is copied: the result shares its weights with ``model``. At initialisation it
+    is distributed exactly like a freshly built ``n_layers``-layer encoder, so the stacks of
+    one deep initialisation compare depths on the same weights.
+    """
+    if not 1 <= n_layers <= len(model.layers):
+        raise ValueError(f"n_layers must be between 1 and {len(model.layers)}; got {n_layers}")
+    shallow = copy.copy(model)
+    shallow._modules = dict(model._modules)  # its own table of submodules, the same submodules
+    shallow.layers = nn.ModuleList(list(model.layers)[:n_layers])
+    return shallow
 
 
 def position_influence(model: TinyEncoder, tokens: Tensor, b: int = 0) -> Tensor:

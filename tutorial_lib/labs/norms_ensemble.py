@@ -20,6 +20,7 @@ Introduced in chapter Q4 ("LayerNorm or BatchNorm?").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ from ..attention import causal_mask, scaled_dot_product_attention
 from ..norms import BatchNorm, LayerNorm, check_padding_mask
 from .norms import TinyEncoder
 
-__all__ = ["EncoderEnsemble", "train_runs", "init_gradients"]
+__all__ = ["EncoderEnsemble", "RunsAdam", "train_runs", "init_gradients"]
 
 Runs = list[tuple[int, int, str]]  # consecutive members that share a kind: (start, stop, kind)
 
@@ -51,6 +52,11 @@ def _by_kind(runs: Runs, fn: Callable[[str, int, int], Tensor]) -> Tensor:
     """fn(kind, start, stop) for every run of members, joined along the member axis."""
     parts = [fn(kind, start, stop) for start, stop, kind in runs]
     return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+def _rows(t: Tensor, start: int, stop: int) -> Tensor:
+    """t[start:stop], without a slicing operation when that is all of t (one op less, twice)."""
+    return t if start == 0 and stop == t.shape[0] else t[start:stop]
 
 
 def _stack(tensors: Iterable[Tensor], transpose: bool = False) -> Tensor:
@@ -108,7 +114,7 @@ class _Norm(nn.Module):
         """x (E', B, T, D) of members start..stop-1, mask bool (B, T) or None -> same shape."""
         runs = [(max(a, start), min(b, stop), k) for a, b, k in self.runs if a < stop and b > start]
         return _by_kind(
-            runs, lambda kind, a, b: self._one(kind, x[a - start : b - start], mask, a, b)
+            runs, lambda kind, a, b: self._one(kind, _rows(x, a - start, b - start), mask, a, b)
         )
 
     def _one(self, kind: str, x: Tensor, mask: Tensor | None, a: int, b: int) -> Tensor:
@@ -118,11 +124,12 @@ class _Norm(nn.Module):
             x_hat = F.layer_norm(x, x.shape[-1:], eps=self.eps)  # per token, as LayerNorm
         else:
             x_hat = self._batch_norm(x, mask if kind == "batch_masked" else None, a, b)
-        return x_hat * self.weight[a:b, None, None, :] + self.bias[a:b, None, None, :]
+        weight, bias = _rows(self.weight, a, b), _rows(self.bias, a, b)  # (E', D)
+        return x_hat * weight[:, None, None, :] + bias[:, None, None, :]
 
     def _batch_norm(self, x: Tensor, mask: Tensor | None, a: int, b: int) -> Tensor:
         if not self.training:
-            mean, var = self.running_mean[a:b], self.running_var[a:b]  # (E', D)
+            mean, var = _rows(self.running_mean, a, b), _rows(self.running_var, a, b)  # (E', D)
         elif mask is None:
             n = x.shape[1] * x.shape[2]
             mean = x.mean(dim=(1, 2))  # (E', D): over every position of each member's batch
@@ -135,9 +142,9 @@ class _Norm(nn.Module):
             var = torch.where(keep, (real - mean[:, None, None]) ** 2, 0.0).sum(dim=(1, 2)) / n
         if self.training:
             with torch.no_grad():
-                self.num_batches_tracked[a:b] += 1
-                self.running_mean[a:b].lerp_(mean, self.momentum)
-                self.running_var[a:b].lerp_(var * n / (n - 1), self.momentum)
+                _rows(self.num_batches_tracked, a, b).add_(1)
+                _rows(self.running_mean, a, b).lerp_(mean, self.momentum)
+                _rows(self.running_var, a, b).lerp_(var * n / (n - 1), self.momentum)
         return (x - mean[:, None, None]) / torch.sqrt(var[:, None, None] + self.eps)
 
 
@@ -180,12 +187,14 @@ class _Block(nn.Module):
             # post: Norm(x + F(x)); pre: x + F(Norm(x)), each member by its own placement.
             inputs = _by_kind(
                 self.placements,
-                lambda p, a, b: x[a:b] if p == "post" else norm(x[a:b], mask, a, b),
+                lambda p, a, b: _rows(x, a, b) if p == "post" else norm(_rows(x, a, b), mask, a, b),
             )
             out = x + fn(inputs)
             return _by_kind(
                 self.placements,
-                lambda p, a, b: norm(out[a:b], mask, a, b) if p == "post" else out[a:b],
+                lambda p, a, b: (
+                    norm(_rows(out, a, b), mask, a, b) if p == "post" else _rows(out, a, b)
+                ),
             )
 
         x = sublayer(self.norm_1, lambda h: self.attention(h, mask), x)
@@ -316,6 +325,45 @@ def _copy_norm(ours: _Norm, theirs: nn.Module, e: int) -> None:
         theirs.num_batches_tracked.copy_(ours.num_batches_tracked[e])
 
 
+class RunsAdam:
+    """Adam for E runs whose parameters all have a leading run axis, one rate per run.
+
+    The update is torch.optim.Adam's (no weight decay), applied to all parameters at once:
+    their gradients are joined into one (E, N) matrix, so a step costs a handful of tensor
+    operations instead of a dozen per parameter, which with tiny models is most of the time.
+    ``step(lr)`` takes the rate of each run, shape (E,).
+    """
+
+    def __init__(self, params: Iterable[Tensor], betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params = list(params)
+        self.E = self.params[0].shape[0]
+        self.sizes = [p[0].numel() for p in self.params]  # numbers per run in each parameter
+        first = self.params[0]
+        self.exp_avg = first.new_zeros(self.E, sum(self.sizes))  # (E, N)
+        self.exp_avg_sq = first.new_zeros(self.E, sum(self.sizes))  # (E, N)
+        self.betas, self.eps, self.steps = betas, eps, 0
+
+    @torch.no_grad()
+    def step(self, lr: Tensor) -> None:
+        beta1, beta2 = self.betas
+        grad = torch.cat(  # (E, N); a parameter no loss reached has gradient 0
+            [
+                (p.grad if p.grad is not None else torch.zeros_like(p)).reshape(self.E, -1)
+                for p in self.params
+            ],
+            dim=1,
+        )
+        self.steps += 1
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        bias_correction1 = 1 - beta1**self.steps
+        bias_correction2 = 1 - beta2**self.steps
+        denom = (self.exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(self.eps)
+        update = self.exp_avg / denom * (lr[:, None] / bias_correction1)  # (E, N)
+        for p, u in zip(self.params, update.split(self.sizes, dim=1), strict=True):
+            p.sub_(u.view_as(p))
+
+
 def train_runs(
     ensemble: EncoderEnsemble,
     batches: Iterable[Any],
@@ -329,17 +377,17 @@ def train_runs(
     ``loss_fn(ensemble, batch)`` returns each member's loss, shape (E,). Their sum is
     differentiated, so each member's weights get the gradient of its own loss only, and
     Adam, which updates every number on its own, moves each member as if it trained
-    alone: :func:`tutorial_lib.training.fit` for E runs at once, and one loss per step
-    each, measured on the batch before the step learns from it. ``warmup`` gives each
-    member its own linear warm-up in steps (0 = none), as ``fit(warmup=...)`` does for
-    one model: step k (from 0) takes ``lr * min(1, (k + 1) / warmup)``. The ensemble is
-    left in eval mode.
+    alone: :func:`tutorial_lib.training.fit` for E runs at once (the tests check it step
+    by step), and one loss per step each, measured on the batch before the step learns
+    from it. ``warmup`` gives each member its own linear warm-up in steps (0 = none), as
+    ``fit(warmup=...)`` does for one model: step k (from 0) takes
+    ``lr * min(1, (k + 1) / warmup)``. The ensemble is left in eval mode.
     """
     E = ensemble.n_members
-    ramp = torch.zeros(E) if warmup is None else torch.as_tensor(warmup, dtype=torch.float32)
+    ramp = torch.zeros(E) if warmup is None else torch.as_tensor(warmup, dtype=torch.float64)
     if ramp.shape != (E,) or (ramp < 0).any():
         raise ValueError(f"warmup must give E = {E} step counts >= 0; got {ramp.tolist()}")
-    optimiser = torch.optim.Adam(ensemble.parameters(), lr=lr)
+    optimiser = RunsAdam(ensemble.parameters())
     losses = []
     for step, batch in enumerate(batches):
         ensemble.train()
@@ -349,27 +397,13 @@ def train_runs(
                 f"loss_fn must return one loss per member, shape ({E},); "
                 f"got {tuple(per_member.shape)}"
             )
-        optimiser.zero_grad(set_to_none=True)
+        ensemble.zero_grad(set_to_none=True)
         per_member.sum().backward()
-        before = [p.detach().clone() for p in ensemble.parameters()] if ramp.any() else None
-        optimiser.step()
-        if before is not None:
-            scale = torch.where(ramp > 0, ((step + 1) / ramp.clamp(min=1)).clamp(max=1.0), 1.0)
-            _shrink_last_step(list(ensemble.parameters()), before, scale)
+        ramp_factor = torch.where(ramp > 0, ((step + 1) / ramp.clamp(min=1)).clamp(max=1.0), 1.0)
+        optimiser.step((lr * ramp_factor).to(optimiser.exp_avg.dtype))
         losses.append(per_member.detach())
     ensemble.eval()
     return torch.stack(losses)  # (steps, E)
-
-
-def _shrink_last_step(params: list[Tensor], before: list[Tensor], scale: Tensor) -> None:
-    """Turn member e's last Adam step into the step Adam takes at ``lr * scale[e]``.
-
-    Adam's moment estimates do not depend on the learning rate and its step is
-    proportional to it, so ``before + scale * (after - before)`` is that smaller step.
-    """
-    with torch.no_grad():
-        for p, p0 in zip(params, before, strict=True):
-            p.sub_(p0).mul_(scale.view(-1, *([1] * (p.dim() - 1)))).add_(p0)
 
 
 def init_gradients(
