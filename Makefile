@@ -12,12 +12,15 @@ PORT ?= 8000
 export OMP_NUM_THREADS ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup web book book-instructor serve test test-unit test-book test-seeds lint bench clean
+.PHONY: help setup web book book-instructor notebooks notebooks-instructor serve test test-unit \
+	test-book test-seeds test-learner lint bench clean
 
 help:
 	@echo "make book   set up, then build the HTML book into $(HTML) (executes every notebook)"
 	@echo "make test   set up, then run the whole suite (unit, book build, built HTML, browser)"
 	@echo "make book-instructor  the same book with every solution shown, in $(INSTRUCTOR)"
+	@echo "make notebooks  after make book: refresh the learner notebooks in notebooks/ (commit them)"
+	@echo "make notebooks-instructor  after make book: notebooks with solutions, in $(INSTRUCTOR)/notebooks"
 	@echo "make serve  serve $(HTML) on http://127.0.0.1:$(PORT)"
 	@echo "make bench  build and explorer timings (see benchmarks/README.md)"
 
@@ -62,6 +65,15 @@ book-instructor: setup web
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
 	@echo "Instructor edition built. Open $(INSTRUCTOR)/_build/html/index.html"
 
+# Learner notebooks (what Colab, Binder, a hub and downloads open) from the last `make book`:
+# its execution cache gives the glued numbers, so nothing runs twice. Commit notebooks/.
+notebooks: setup
+	$(PY) book/_ext/learner_notebooks.py
+
+# With solutions, for instructors only: never committed (the repository is public).
+notebooks-instructor: setup
+	$(PY) book/_ext/learner_notebooks.py --edition instructor --out $(INSTRUCTOR)/notebooks
+
 serve:
 	@test -f $(HTML)/index.html || { echo "No book yet: run 'make book' first."; exit 1; }
 	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(HTML)
@@ -71,7 +83,11 @@ lint: setup
 	$(BIN)/ruff format --check tutorial_lib tests benchmarks book
 
 test-unit: setup
-	$(BIN)/pytest -q tests --ignore=tests/built
+	$(BIN)/pytest -q tests --ignore=tests/built --ignore=tests/learner
+
+# Every learner notebook, top to bottom, in a Colab-like kernel (minutes; its environment is cached).
+test-learner: setup
+	$(BIN)/pytest -q tests/learner
 
 # `make test` always builds the offline way: no npm is an error here, not a fallback.
 test-book: setup web
@@ -96,7 +112,7 @@ test-seeds: setup web
 	    grep -E "WARNING|rror" _build/seed$$s.log | grep -v "over TCP" | head -40; fi; \
 	done; exit $$status
 
-test: lint test-unit test-book test-seeds
+test: lint test-unit test-book test-seeds test-learner
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
 	$(BIN)/pytest -q tests/built
 

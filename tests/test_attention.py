@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -193,9 +194,8 @@ def test_dropout_only_in_training():
             rand(2, 5, 4),
             rand(2, 5, 2),
             torch.ones(2, 3, 4, dtype=torch.bool),
-            r"mask of shape \(2, 3, 4\) does not broadcast.*\(2, 3, 5\)",
+            r"mask of shape \(2, 3, 4\) does not fit the scores' shape \(2, 3, 5\)",
         ),
-        (rand(2, 3, 4), rand(2, 5, 4), rand(2, 5, 2), torch.ones(3, 5), r"must be boolean"),
     ],
 )
 def test_functional_errors_name_expected_and_given(q, k, v, mask, message):
@@ -203,10 +203,19 @@ def test_functional_errors_name_expected_and_given(q, k, v, mask, message):
         scaled_dot_product_attention(q, k, v, mask=mask)
 
 
+def test_a_mask_that_is_not_boolean_is_a_type_error():
+    q, k, v = rand(2, 3, 4), rand(2, 5, 4), rand(2, 5, 2)
+    with pytest.raises(TypeError, match=r"mask must be a boolean tensor.*got dtype torch.float32"):
+        scaled_dot_product_attention(q, k, v, mask=torch.ones(3, 5))
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
-        ((0, 8, 4, 4), r"n_head must be a positive integer; got n_head=0"),
+        (
+            (0, 8, 4, 4),
+            r"n_head must be a positive integer \(H, the number of heads\); got n_head=0",
+        ),
         ((-2, 8, 4, 4), r"n_head=-2"),
         ((2, 8, 0, 4), r"d_k must be a positive integer; got d_k=0"),
         ((2, 8, 4, -1), r"d_v=-1"),
@@ -221,8 +230,12 @@ def test_multihead_constructor_errors(args, message):
 @pytest.mark.parametrize(
     "shapes,mask,message",
     [
-        (((2, 8), (2, 8), (2, 8)), None, r"q must be 3-D \(B, T, D\).*got 2-D q of shape \(2, 8\)"),
-        (((2, 3, 6), (2, 3, 8), (2, 3, 8)), None, r"last dimension D = d_model = 8.*\(2, 3, 6\)"),
+        (
+            ((2, 8), (2, 8), (2, 8)),
+            None,
+            r"q of shape \(B, T, D\).*got q of shape \(2, 8\), which is 2-D",
+        ),
+        (((2, 3, 6), (2, 3, 8), (2, 3, 8)), None, r"D = d_model = 8.*\(2, 3, 6\), so D = 6"),
         (((2, 3, 8), (2, 4, 8), (2, 5, 8)), None, r"same length T_k"),
         (((2, 3, 8), (1, 4, 8), (1, 4, 8)), None, r"batch size B"),
         (
@@ -250,3 +263,126 @@ def test_masked_softmax_without_mask_is_softmax():
     s = rand(2, 3, 4)
     torch.testing.assert_close(masked_softmax(s), torch.softmax(s, -1))
     assert math.isclose(masked_softmax(s).sum().item(), 6.0, rel_tol=1e-12)
+
+
+# -- issue 18: masks that cannot be misread, scalars and types checked ------------------------
+
+
+def test_a_padding_mask_given_as_2d_when_B_equals_T_q_is_refused_not_misread():
+    """The reported case: B = T_q = 2, a (B, T_k) padding mask was read as (T_q, T_k)."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(2, 8, 4, 4, dropout=0.0).eval()
+    x, memory = torch.randn(2, 2, 8), torch.randn(2, 5, 8)
+    padding = padding_mask([5, 2], 5)[:, 0]  # (B, T_k)
+    with pytest.raises(ValueError, match=r"B = T_q = 2.*misread.*padding\[:, None\]"):
+        mha(x, memory, memory, mask=padding)
+    # The two unambiguous ways give the right answer: no weight on the padded keys.
+    _, by_argument = mha(x, memory, memory, key_padding_mask=padding)
+    _, by_rank = mha(x, memory, memory, mask=padding[:, None])
+    assert by_argument[1, :, :, 2:].abs().max() == 0
+    torch.testing.assert_close(by_argument, by_rank)
+
+
+def test_a_2d_padding_mask_that_cannot_be_T_q_by_T_k_points_to_key_padding_mask():
+    mha = MultiHeadAttention(2, 8, 4, 4, dropout=0.0)
+    x, memory = torch.randn(3, 4, 8), torch.randn(3, 5, 8)
+    with pytest.raises(ValueError, match="key_padding_mask="):
+        mha(x, memory, memory, mask=padding_mask([5, 2, 1], 5)[:, 0])
+    with pytest.raises(ValueError, match=r"key_padding_mask must be \(B, T_k\) = \(3, 5\)"):
+        mha(x, memory, memory, key_padding_mask=torch.ones(3, 4, dtype=torch.bool))
+
+
+def test_key_padding_mask_matches_torch_multihead_attention():
+    torch.manual_seed(0)
+    B, T_q, T_k, D, H = 3, 4, 6, 12, 3
+    ours = MultiHeadAttention(H, D, D // H, D // H, dropout=0.0).double().eval()
+    theirs = copy_into_torch_mha(ours)
+    q, k, v = rand(B, T_q, D, seed=1), rand(B, T_k, D, seed=2), rand(B, T_k, D, seed=3)
+    real = padding_mask([6, 3, 1], T_k)[:, 0]  # (B, T_k), True = a real key
+    causal = causal_mask(T_q, T_k)
+    out, attn = ours(q, k, v, mask=causal, key_padding_mask=real)
+    # torch's masks mean "blocked": the opposite sense.
+    expected, expected_attn = theirs(
+        q, k, v, key_padding_mask=~real, attn_mask=~causal, average_attn_weights=False
+    )
+    torch.testing.assert_close(out, ours.layer_norm(expected + q))
+    torch.testing.assert_close(attn, expected_attn)
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        causal_mask(5),  # (T_q, T_k), as chapter Q1 passes it
+        padding_mask([5, 3], 5),  # (B, 1, T_k), as chapter Q5 passes it
+        causal_mask(5) & padding_mask([5, 3], 5),  # (B, T_q, T_k)
+        torch.ones(1, 5, dtype=torch.bool),  # (1, T_k)
+    ],
+)
+def test_every_mask_a_chapter_passes_still_works(mask):
+    mha = MultiHeadAttention(2, 8, 4, 4, dropout=0.0)
+    x = torch.randn(2, 5, 8)
+    out, attn = mha(x, x, x, mask=mask)
+    assert out.shape == (2, 5, 8) and torch.isfinite(out).all()
+    blocked = ~mask.expand(2, 5, 5)
+    assert (attn.masked_select(blocked[:, None].expand_as(attn)) == 0).all()
+
+
+def test_functional_padding_mask_without_the_head_axis_is_refused_when_B_equals_H():
+    """padding_mask gives (B, 1, T_k); against (B, H, T_q, T_k) scores with B = H it used to
+    mask head h with sequence h's length."""
+    q, k, v = rand(2, 2, 3, 4), rand(2, 2, 5, 4, seed=1), rand(2, 2, 5, 4, seed=2)
+    with pytest.raises(ValueError, match=r"does not fit the scores' shape \(2, 2, 3, 5\)"):
+        scaled_dot_product_attention(q, k, v, mask=padding_mask([5, 2], 5))
+    _, weights = scaled_dot_product_attention(q, k, v, mask=padding_mask([5, 2], 5)[:, None])
+    assert weights[1, :, :, 2:].abs().max() == 0 and (weights[0] > 0).all()
+
+
+def test_functional_2d_mask_is_refused_when_it_could_be_a_padding_mask():
+    q, k, v = rand(3, 3, 4), rand(3, 5, 4, seed=1), rand(3, 5, 4, seed=2)
+    with pytest.raises(ValueError, match=r"mask\[None\] \(1, T_q, T_k\)"):
+        scaled_dot_product_attention(q, k, v, mask=padding_mask([5, 2, 1], 5)[:, 0])
+    with pytest.raises(ValueError, match="does not fit"):
+        scaled_dot_product_attention(q, k, v, mask=torch.ones(5, dtype=torch.bool))  # (T_k,)
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: causal_mask(3.0), TypeError, r"T_q must be a non-negative integer; got T_q=3.0"),
+        (lambda: causal_mask(True), TypeError, r"T_q .* not True or False"),
+        (lambda: causal_mask(3, "4"), TypeError, r"T_k .*got T_k='4'"),
+        (lambda: padding_mask([1.5], 2), TypeError, "lengths must be an integer tensor"),
+        (lambda: ScaledDotProductAttention(float("nan")), ValueError, "temperature=nan"),
+        (lambda: ScaledDotProductAttention(2.0, 1.5), ValueError, "attn_dropout"),
+        (lambda: MultiHeadAttention(True, 8, 4, 4), TypeError, "n_head"),
+        (lambda: MultiHeadAttention(2, 8, 4, 4, dropout=-0.1), ValueError, "dropout"),
+        (lambda: attention_scores(rand(2, 3), rand(2, 3), float("inf")), ValueError, "scale"),
+    ],
+)
+def test_scalars_are_checked(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_numpy_integers_are_integers():
+    mha = MultiHeadAttention(np.int64(2), np.int32(8), np.int64(4), np.int64(4), dropout=0.0)
+    assert mha(torch.randn(1, 3, 8), torch.randn(1, 3, 8), torch.randn(1, 3, 8))[0].shape == (
+        1,
+        3,
+        8,
+    )
+    assert causal_mask(np.int64(3)).shape == (3, 3)
+    assert padding_mask(np.array([1, 3]), np.int64(3)).shape == (2, 1, 3)
+
+
+def test_dtypes_are_checked_and_half_precision_works():
+    q, k, v = rand(2, 3, 4), rand(2, 5, 4).float(), rand(2, 5, 2)
+    with pytest.raises(TypeError, match="share one dtype"):
+        scaled_dot_product_attention(q, k, v)
+    mha = MultiHeadAttention(2, 8, 4, 4, dropout=0.0)
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"q is torch.float64 but MultiHeadAttention's weights"):
+        mha(x, x, x)
+    for dtype in (torch.float16, torch.bfloat16, torch.float64):
+        out, attn = mha.to(dtype)(x.to(dtype), x.to(dtype), x.to(dtype), mask=causal_mask(3))
+        assert out.dtype == attn.dtype == dtype and torch.isfinite(out).all()

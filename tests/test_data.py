@@ -91,7 +91,10 @@ def test_text_round_trip():
     "call, words",
     [
         (lambda: make_batch("shuffle", 2, 4), "task must be one of"),
-        (lambda: make_batch("copy", 0, 4), "B=0"),
+        (
+            lambda: make_batch("copy", 0, 4),
+            r"batch_size must be a positive integer \(B\); got batch_size=0",
+        ),
         (lambda: make_batch("copy", 2, 4, min_length=5), "min_length"),
         (lambda: from_text("3 x 1"), "separated by spaces"),
         (lambda: from_text("3 12", n_symbols=10), "0..9"),
@@ -109,3 +112,33 @@ def test_the_book_seed_changes_every_batch(monkeypatch):
     assert torch.equal(first, make_batch("copy", 4, 6, seed=3)[0])
     monkeypatch.setenv("BOOK_SEED", "1")
     assert not torch.equal(first, make_batch("copy", 4, 6, seed=3)[0])
+
+
+def test_teacher_forcing_refuses_a_pad_before_a_symbol():
+    """Issue 18: [[3, 0, 4]] used to have its 4 overwritten by EOS."""
+    with pytest.raises(ValueError, match=r"tgt row 0 has PAD \(0\) before a symbol: \[3, 0, 4\]"):
+        teacher_forcing([[3, 0, 4]])
+    dec_in, dec_target = teacher_forcing([[3, 4, 0], [5, 6, 7]])  # lists are token ids too
+    assert dec_in.tolist() == [[BOS, 3, 4, EOS], [BOS, 5, 6, 7]]
+    assert dec_target.tolist() == [[3, 4, EOS, PAD], [5, 6, 7, EOS]]
+    with pytest.raises(TypeError, match="tgt must be an integer tensor"):
+        teacher_forcing(torch.tensor([[3.0, 4.0]]))
+
+
+@pytest.mark.parametrize(
+    "text, n_symbols", [("+3 4", 10), ("1_0 2", 11), ("٣ 1", 10), ("-1 2", 10)]
+)
+def test_from_text_takes_plain_digits_only(text, n_symbols):
+    """int() accepts a sign, underscores and other scripts' digits; the book's symbols do not."""
+    with pytest.raises(ValueError, match="written with the digits 0-9"):
+        from_text(text, n_symbols)
+
+
+def test_from_text_and_to_text_check_their_types():
+    assert from_text("3\t1").tolist() == [[3 + N_SPECIAL, 1 + N_SPECIAL]]
+    with pytest.raises(TypeError, match="text must be a string"):
+        from_text(31)
+    with pytest.raises(TypeError, match="n_symbols"):
+        from_text("3", n_symbols=True)
+    with pytest.raises(ValueError, match="one sequence"):
+        to_text(torch.zeros(2, 3, dtype=torch.long))

@@ -312,11 +312,11 @@ def test_base_model_against_table_3():
 
 def test_bad_tokens_raise_value_errors():
     m = model()
-    with pytest.raises(ValueError, match="integer token ids"):
+    with pytest.raises(TypeError, match="src must be an integer tensor"):
         m(torch.randn(2, 5), tokens(2, 5, 0))
     with pytest.raises(ValueError, match="0..12"):
         m(torch.full((2, 5), 13), tokens(2, 5, 0))
-    with pytest.raises(ValueError, match="got -1"):
+    with pytest.raises(ValueError, match="got ids -1..-1"):
         m(tokens(2, 5, 0), torch.full((2, 5), -1))
     with pytest.raises(ValueError, match="max_len"):
         m(tokens(1, 40, 0), tokens(1, 5, 0))
@@ -332,3 +332,56 @@ def test_shape_trace_matches_its_letters(B, T_src, T_tgt, D, H, N):
     assert total == sum(
         base_counts(n_enc_layers=N, n_dec_layers=N, d_model=D, n_head=H, d_ff=4 * D).values()
     )
+
+
+# -- issue 18: every field and every input checked, with the names the learner used ------------
+
+
+@pytest.mark.parametrize(
+    "changes, error, words",
+    [
+        (dict(n_head=True), TypeError, "n_head must be a positive integer, not True or False"),
+        (dict(d_ff=2.5), TypeError, "d_ff"),
+        (dict(dropout=1.5), ValueError, "dropout"),
+        (dict(dropout=float("nan")), ValueError, "dropout=nan"),
+        (dict(token_rms=float("inf")), ValueError, "token_rms"),
+        (dict(causal="no"), TypeError, "causal must be True or False"),
+        (dict(pad_id=13), ValueError, "pad_id must be a token id below both vocabulary sizes"),
+        (dict(pad_id=-1), ValueError, "pad_id"),
+        (dict(d_k=0), ValueError, "d_k"),
+    ],
+)
+def test_config_checks_every_field(changes, error, words):
+    with pytest.raises(error, match=words):
+        tiny(**changes)
+
+
+def test_numpy_sizes_build_a_working_model():
+    """Issue 18: the config accepted NumPy integers, and then Transformer() failed inside torch."""
+    import numpy as np
+
+    config = tiny(d_model=np.int64(16), n_head=np.int32(4), max_len=np.int64(32), d_k=np.int64(4))
+    assert type(config.d_model) is int and type(config.d_k) is int
+    out = Transformer(config).eval()(tokens(2, 5, 0), tokens(2, 4, 1))
+    assert out.shape == (2, 4, V)
+
+
+def test_batch_mismatches_name_the_inputs_the_learner_passed():
+    """Issue 18: a src/tgt batch mismatch used to be reported as one of q, k and v."""
+    m = model()
+    with pytest.raises(ValueError, match=r"src and tgt_in must share the batch size B"):
+        m(tokens(2, 5, 0), tokens(3, 4, 1))
+    memory, src_mask = m.encode(tokens(2, 5, 0))
+    with pytest.raises(ValueError, match=r"tgt_in and memory \(from src\) must share"):
+        m.decode(tokens(3, 4, 1), memory, src_mask)
+    with pytest.raises(ValueError, match=r"y and memory must share the batch size B"):
+        DecoderLayer(tiny())(torch.randn(2, 3, 16), torch.randn(3, 5, 16))
+    with pytest.raises(TypeError, match="config must be a TransformerConfig"):
+        EncoderLayer({"d_model": 16})
+
+
+def test_feed_forward_names_its_input():
+    with pytest.raises(ValueError, match=r"FeedForward expects x of shape \(B, T, D\)"):
+        FeedForward(16, 32)(torch.randn(2, 3, 8))
+    with pytest.raises(TypeError, match=r"x is torch.float64 but FeedForward's weights"):
+        FeedForward(16, 32)(torch.randn(2, 3, 16, dtype=torch.float64))

@@ -183,6 +183,59 @@ def test_masked_batchnorm_ignores_padded_values_exactly(pad_value):
     assert torch.equal(x_padded.grad[~mask], torch.zeros_like(x_padded.grad[~mask]))
 
 
+@pytest.mark.parametrize("pad_value", [float("nan"), float("inf"), -float("inf"), 1e30])
+@pytest.mark.parametrize("affine", [True, False])
+def test_masked_batchnorm_keeps_padding_out_of_every_real_gradient(pad_value, affine):
+    """Issue 18: the backward pass used to compute 0 * NaN and spread it to every real token.
+    The real tokens' gradients must equal those of nn.BatchNorm1d on the real tokens alone."""
+    B, T, D = 3, 5, 4
+    mask = lengths_mask([5, 2, 3], T)
+    x = torch.where(mask[..., None], rand(B, T, D, shift=0.5), pad_value).requires_grad_()
+    upstream = rand(B, T, D, seed=3)  # every output gets a gradient, padded ones too
+    ours, theirs = BatchNorm(D, affine=affine).double(), nn.BatchNorm1d(D, affine=affine).double()
+    if affine:
+        randomise_affine(ours, theirs)
+    (ours(x, mask) * upstream).sum().backward()
+    real = x.detach()[mask].requires_grad_()
+    (theirs(real) * upstream[mask]).sum().backward()
+    torch.testing.assert_close(x.grad[mask], real.grad)
+    if affine:  # the padded outputs do not train the scale and shift either
+        torch.testing.assert_close(ours.weight.grad, theirs.weight.grad)
+        torch.testing.assert_close(ours.bias.grad, theirs.bias.grad)
+
+
+@pytest.mark.parametrize("layer", [LayerNorm, RMSNorm, BatchNorm])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("training", [True, False])
+def test_norms_return_the_input_dtype(layer, dtype, training):
+    """float64 BatchNorm used to fail in training; LayerNorm and RMSNorm returned float32 for
+    float16 input. Large half-precision values (whose squares overflow float16) stay finite."""
+    x = (rand(2, 3, 6) * 300).to(dtype)
+    for module in (layer(6), layer(6).to(dtype)):
+        module.train(training)
+        out = module(x, lengths_mask([3, 2], 3))
+        assert out.dtype == dtype and torch.isfinite(out).all()
+    reference = layer(6).double().train(training)(x.double(), lengths_mask([3, 2], 3))
+    tolerance = {torch.float16: 1e-2, torch.bfloat16: 5e-2, torch.float64: 1e-12}[dtype]
+    torch.testing.assert_close(out.double(), reference, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("layer", [LayerNorm, RMSNorm, BatchNorm])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"eps": 0.0}, ValueError, "eps must be a finite number > 0; got eps=0"),
+        ({"eps": -1e-5}, ValueError, "eps"),
+        ({"eps": float("nan")}, ValueError, "eps=nan"),
+        ({"d_model": True}, TypeError, "d_model"),
+        ({"d_model": 4.0}, TypeError, "d_model"),
+    ],
+)
+def test_norm_scalars_are_checked(layer, kwargs, error, words):
+    with pytest.raises(error, match=words):
+        layer(**({"d_model": 4} | kwargs))
+
+
 def test_unmasked_batchnorm_is_moved_by_padding():
     # The failure the mask fixes: zeros in padded slots drag the per-feature mean towards 0.
     T, D = 6, 4
@@ -222,7 +275,7 @@ def test_bad_masks_are_rejected(name):
     x = torch.randn(2, 3, 4)
     with pytest.raises(ValueError, match=r"\(B, T\) = \(2, 3\)"):
         layer(x, torch.ones(2, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match="bool"):
+    with pytest.raises(TypeError, match="mask must be a boolean tensor"):
         layer(x, torch.ones(2, 3))
 
 

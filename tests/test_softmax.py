@@ -119,3 +119,27 @@ def test_typical_rows_pass_little_gradient_on_both_sides():
     middle = median(sharpness(raw / 32), "jacobian_norm")
     assert median(sharpness(raw), "jacobian_norm") < middle / 10
     assert median(sharpness(raw / 1024), "jacobian_norm") < middle
+
+
+def test_entropy_gradient_is_finite_where_a_weight_is_zero():
+    """Issue 18: log(0) entered the backward pass (0 * -inf = NaN), also after softmax underflow."""
+    scores = torch.tensor([[0.0, -200.0, 3.0], [1.0, 1.0, 1.0]], requires_grad=True)
+    softmax_entropy(torch.softmax(scores, -1)).sum().backward()
+    assert torch.isfinite(scores.grad).all()
+    weights = torch.tensor([[0.5, 0.5, 0.0]], dtype=torch.float64, requires_grad=True)
+    softmax_entropy(weights).sum().backward()
+    # d/dp of -sum p log p is -(log p + 1) where p > 0; 0 is taken where p = 0.
+    torch.testing.assert_close(
+        weights.grad, torch.tensor([[math.log(2) - 1, math.log(2) - 1, 0.0]], dtype=torch.float64)
+    )
+
+
+def test_softmax_helpers_check_their_inputs():
+    with pytest.raises(TypeError, match="weights must be a floating-point"):
+        softmax_entropy(torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="scores must be"):
+        sharpness(torch.tensor(1.0))
+    with pytest.raises(TypeError, match="d_k"):
+        score_scale(True, "none")
+    with pytest.raises(ValueError, match="scaling must be one of"):
+        score_scale(4, "1/d")

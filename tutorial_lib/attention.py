@@ -13,8 +13,8 @@ Mask convention: boolean, True = may attend, as in
 
 Introduced in chapter Q1 ("Why does each head work in a lower dimension?").
 
-Over 300 lines on purpose: this is the one place where scores are made and masks are
-defined, and every other module builds on it.
+About 400 lines on purpose: this is the one place where scores are made and masks are
+defined and checked (so that no mask is ever misread), and every other module builds on it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,18 @@ import math
 
 import torch
 from torch import Tensor, nn
+
+from .validate import (
+    broadcast_shape,
+    check_int,
+    check_real,
+    check_same_dtype,
+    check_shape,
+    check_tensor,
+    check_tokens,
+    format_shape,
+    to_tensor,
+)
 
 __all__ = [
     "format_shape",
@@ -34,37 +46,22 @@ __all__ = [
     "MultiHeadAttention",
     "causal_mask",
     "padding_mask",
+    "check_mask",
 ]
-
-
-def format_shape(t: Tensor | tuple[int, ...] | torch.Size) -> str:
-    """A tensor's shape (or a shape) as the book writes it: ``(2, 5, 512)``."""
-    shape = t.shape if isinstance(t, Tensor) else tuple(t)
-    return "(" + ", ".join(str(s) for s in shape) + ")"
-
-
-def check_shape(t: Tensor, expected: tuple[int, ...], letters: str | None = None) -> None:
-    """Stop a lesson the moment a tensor is not the shape we claim.
-
-    ``check_shape(q, (B, H, T, d_k), "(B, H, T, d_k)")`` raises ``ValueError`` naming the
-    expected shape (in the book's letters when given) and the shape found.
-    """
-    if not isinstance(t, Tensor):
-        raise ValueError(
-            f"expected a tensor of shape {format_shape(expected)}; got {type(t).__name__}"
-        )
-    if tuple(t.shape) != tuple(expected):
-        named = f" {letters}" if letters else ""
-        raise ValueError(f"expected shape{named} = {format_shape(expected)}; got {format_shape(t)}")
 
 
 def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, t, "float", "(..., T, d), e.g. (B, H, T, d_k)")
         if t.dim() < 2:
             raise ValueError(
                 f"{name} must have at least 2 dimensions (..., T, d), e.g. (B, H, T, d_k); "
                 f"got {name} of shape {format_shape(t)}"
             )
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(
+            f"q, k and v must share one dtype; got q {q.dtype}, k {k.dtype}, v {v.dtype}"
+        )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             "q and k must share their last dimension d_k (a score is a dot product of a "
@@ -76,13 +73,50 @@ def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
             "k and v must have the same length T_k (one value per key); got "
             f"k (..., T_k={k.shape[-2]}, d_k) and v (..., T_k={v.shape[-2]}, d_v)"
         )
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
+    if broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2]) is None:
         raise ValueError(
             "the leading dimensions of q, k and v (e.g. B, H) must match or broadcast; got "
             f"q {format_shape(q)}, k {format_shape(k)}, v {format_shape(v)}"
-        ) from None
+        )
+
+
+def _ambiguous_mask(mask: Tensor, B: int, rank: int) -> ValueError:
+    """The error for a 2-D mask that could be (T_q, T_k) or a (B, T_k) padding mask."""
+    ones = ", ".join(["1"] * (rank - 2))
+    nones = ", ".join(["None"] * (rank - 2))
+    return ValueError(
+        f"a 2-D mask is read as (T_q, T_k), one map shared by every sequence; here B = T_q = {B}, "
+        f"so a (B, T_k) padding mask would have the same shape {format_shape(mask)} and be "
+        f"misread. Give the mask the scores' rank {rank}: mask[{nones}] ({ones}, T_q, T_k) for "
+        f"a map shared by the batch, or padding[:, {nones}] (B, {ones}, T_k) for a padding mask"
+    )
+
+
+def check_mask(mask: Tensor, scores_shape: tuple[int, ...] | torch.Size) -> None:
+    """Raise unless ``mask`` is a bool mask that reads unambiguously against these scores.
+
+    scores: (..., T_q, T_k). The mask has the scores' rank, with each axis equal to the
+    scores' or 1 (so nothing broadcasts the scores into a bigger shape), or it is a
+    2-D (T_q, T_k) map shared by every leading index. A 2-D mask is refused when the
+    batch size B (the first axis) equals T_q: it could then be a (B, T_k) padding mask.
+    """
+    check_tensor("mask", mask, "bool", "(..., T_q, T_k), True = may attend")
+    shape = tuple(scores_shape)
+    rank = len(shape)
+    fits = mask.dim() in (rank, 2) and mask.dim() <= rank
+    if fits:
+        tail = shape[rank - mask.dim() :]
+        fits = all(m in (1, s) for m, s in zip(mask.shape, tail, strict=True))
+    if not fits:
+        raise ValueError(
+            f"mask of shape {format_shape(mask)} does not fit the scores' shape "
+            f"{format_shape(shape)} (..., T_q, T_k): give it the scores' rank, each axis equal "
+            "or 1, or make it 2-D (T_q, T_k). A padding mask is usually (B, 1, 1, T_k) for "
+            "(B, H, T_q, T_k) scores and (B, 1, T_k) for (B, T_q, T_k) scores; a causal mask "
+            "(T_q, T_k)"
+        )
+    if mask.dim() == 2 < rank and shape[0] == shape[-2] == mask.shape[0] > 1:
+        raise _ambiguous_mask(mask, shape[0], rank)
 
 
 def attention_scores(q: Tensor, k: Tensor, scale: float | None = None) -> Tensor:
@@ -91,36 +125,28 @@ def attention_scores(q: Tensor, k: Tensor, scale: float | None = None) -> Tensor
     q: (..., T_q, d_k), k: (..., T_k, d_k) -> scores (..., T_q, T_k).
     ``scale`` defaults to 1/sqrt(d_k) (chapter Q2 says why).
     """
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
+    _check_qkv(q, k, k)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_real("scale", scale)
     return (q @ k.transpose(-2, -1)) * scale  # (..., T_q, T_k)
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     """Softmax over the keys (last axis), with positions where ``mask`` is False removed.
 
-    scores: (..., T_q, T_k); mask: bool, broadcastable to scores, True = may attend.
+    scores: (..., T_q, T_k); mask: bool, True = may attend, as :func:`check_mask` allows:
+    the scores' rank (each axis equal or 1), or 2-D (T_q, T_k).
     A query whose row is entirely masked gets all-zero weights (it attends to
     nothing and so receives nothing), not the NaN that a plain softmax over
     a row of -inf would give.
     """
+    check_tensor("scores", scores, "float", "(..., T_q, T_k)")
+    if scores.dim() < 1:
+        raise ValueError(
+            "scores must have at least one axis, the keys (..., T_k); got a 0-D tensor"
+        )
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    if mask.dtype != torch.bool:
-        raise ValueError(
-            f"mask must be boolean (True = may attend); got dtype {mask.dtype}. "
-            "For an additive bias, add it to the scores instead."
-        )
-    try:
-        shape = torch.broadcast_shapes(mask.shape, scores.shape)
-    except RuntimeError:
-        shape = None
-    if shape != scores.shape:
-        raise ValueError(
-            f"mask of shape {format_shape(mask)} does not broadcast to the scores' shape "
-            f"{format_shape(scores)} (..., T_q, T_k); a padding mask is usually (B, 1, 1, T_k) "
-            "and a causal mask (T_q, T_k)"
-        )
+    check_mask(mask, scores.shape)
     any_allowed = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
     # Rows with nothing allowed get finite scores, so softmax stays NaN-free; they are zeroed below.
     scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_allowed, 0.0)
@@ -140,7 +166,8 @@ def scaled_dot_product_attention(
         q: (..., T_q, d_k) queries, usually (B, H, T_q, d_k).
         k: (..., T_k, d_k) keys.
         v: (..., T_k, d_v) values.
-        mask: bool, broadcastable to (..., T_q, T_k); True = may attend.
+        mask: bool, True = may attend: the scores' rank, e.g. (B, 1, 1, T_k) for padding
+            with (B, H, T_q, T_k) scores, or 2-D (T_q, T_k); see :func:`check_mask`.
         scale: multiplies the scores; defaults to 1/sqrt(d_k).
 
     Returns:
@@ -165,10 +192,10 @@ class ScaledDotProductAttention(nn.Module):
 
     def __init__(self, temperature: float, attn_dropout: float = 0.1):
         super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive (usually sqrt(d_k)); got {temperature}")
-        self.temperature = temperature
-        self.dropout = nn.Dropout(attn_dropout)
+        self.temperature = check_real(
+            "temperature", temperature, above=0, why="(usually sqrt(d_k))"
+        )
+        self.dropout = nn.Dropout(check_real("attn_dropout", attn_dropout, minimum=0, maximum=1))
         self.attn: Tensor | None = None
 
     def get_scores(self, q: Tensor, k: Tensor) -> Tensor:
@@ -185,16 +212,46 @@ class ScaledDotProductAttention(nn.Module):
         return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
+def _mha_mask(mask: Tensor | None, B: int, T_q: int, T_k: int) -> Tensor | None:
+    """``mask`` for :class:`MultiHeadAttention` as a 3-D (B or 1, T_q or 1, T_k) tensor."""
+    if mask is None:
+        return None
+    check_tensor("mask", mask, "bool", "(B, T_q, T_k) or (T_q, T_k), True = may attend")
+    if mask.dim() == 2 and mask.shape[-1] == T_k and mask.shape[0] == B != T_q:
+        raise ValueError(
+            f"a 2-D mask is read as (T_q, T_k) = ({T_q}, {T_k}), shared by every sequence; got "
+            f"mask of shape {format_shape(mask)}, which looks like a (B, T_k) padding mask: pass "
+            "it as key_padding_mask=, or as mask[:, None] (B, 1, T_k)"
+        )
+    full = (B, T_q, T_k)
+    fits = mask.dim() in (2, 3) and all(
+        m in (1, s) for m, s in zip(mask.shape, full[3 - mask.dim() :], strict=True)
+    )
+    if not fits:
+        raise ValueError(
+            f"mask must broadcast to (B, T_q, T_k) = ({B}, {T_q}, {T_k}) with the same rank: "
+            "3-D, e.g. (B, 1, T_k) for padding, or 2-D (T_q, T_k) for a causal mask; "
+            f"got mask of shape {format_shape(mask)}"
+        )
+    if mask.dim() == 2 and B == T_q == mask.shape[0] > 1:
+        raise _ambiguous_mask(mask, B, 3)
+    return mask if mask.dim() == 3 else mask.unsqueeze(0)  # (B or 1, T_q or 1, T_k)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with the seed code's interface (post-LayerNorm, residual inside).
 
     MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O,
     head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
-    ``forward(q, k, v, mask=None) -> (output, attn)``:
+    ``forward(q, k, v, mask=None, key_padding_mask=None) -> (output, attn)``:
         q: (B, T_q, D), k and v: (B, T_k, D);
-        mask: bool, (B, T_q, T_k) or (B, 1, T_k) or anything that broadcasts
-        to (B, T_q, T_k); True = may attend. It is shared by every head.
+        mask: bool, True = may attend: (B, T_q, T_k), (B, 1, T_k) for padding, or a
+        2-D (T_q, T_k) map shared by every sequence (a causal mask). A 2-D mask is never
+        read as (B, T_k): it is refused when B = T_q, where the two cannot be told apart;
+        key_padding_mask: bool (B, T_k), True = a real key, as ``torch.nn.MultiheadAttention``
+        takes it (where True means padding instead). Both masks are shared by every head
+        and combined with AND.
         output: LayerNorm(q + dropout(W^O concat(heads))), (B, T_q, D);
         attn: (B, H, T_q, T_k).
 
@@ -205,13 +262,11 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, n_head: int, d_model: int, d_k: int, d_v: int, dropout: float = 0.1):
         super().__init__()
-        for name, value in (("n_head", n_head), ("d_model", d_model), ("d_k", d_k), ("d_v", d_v)):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
-        self.n_head = n_head
-        self.d_model = d_model
-        self.d_k = d_k
-        self.d_v = d_v
+        self.n_head = n_head = check_int("n_head", n_head, why="(H, the number of heads)")
+        self.d_model = d_model = check_int("d_model", d_model, why="(D)")
+        self.d_k = d_k = check_int("d_k", d_k)
+        self.d_v = d_v = check_int("d_v", d_v)
+        dropout = check_real("dropout", dropout, minimum=0, maximum=1)
 
         self.w_qs = nn.Linear(d_model, n_head * d_k, bias=False)
         self.w_ks = nn.Linear(d_model, n_head * d_k, bias=False)
@@ -222,19 +277,22 @@ class MultiHeadAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.layer_norm = nn.LayerNorm(d_model, eps=1e-6)
 
-    def _check_inputs(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> None:
-        D = self.d_model
+    def _check_tokens(self, name: str, t: Tensor) -> None:
+        check_tokens(t, self.d_model, "MultiHeadAttention", name)
+        check_same_dtype(name, t, self.w_qs.weight, "MultiHeadAttention")
+
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """q (B, T_q, D), k and v (B, T_k, D), masks as in the class docstring ->
+        output (B, T_q, D), attn (B, H, T_q, T_k)."""
         for name, t in (("q", q), ("k", k), ("v", v)):
-            if t.dim() != 3:
-                raise ValueError(
-                    f"{name} must be 3-D (B, T, D) with D = d_model = {D}; "
-                    f"got {t.dim()}-D {name} of shape {format_shape(t)}"
-                )
-            if t.shape[-1] != D:
-                raise ValueError(
-                    f"{name} must have last dimension D = d_model = {D}; "
-                    f"got {name} of shape {format_shape(t)}"
-                )
+            self._check_tokens(name, t)
         if not (q.shape[0] == k.shape[0] == v.shape[0]):
             raise ValueError(
                 "q, k and v must share the batch size B; got "
@@ -245,25 +303,17 @@ class MultiHeadAttention(nn.Module):
                 "k and v must have the same length T_k; got "
                 f"k {format_shape(k)} and v {format_shape(v)}"
             )
-        if mask is not None:
-            B, T_q, T_k = q.shape[0], q.shape[1], k.shape[1]
-            try:
-                ok = torch.broadcast_shapes(mask.shape, (B, T_q, T_k)) == (B, T_q, T_k)
-            except RuntimeError:
-                ok = False
-            if not ok or mask.dim() > 3:
+        B, T_q, T_k = q.shape[0], q.shape[1], k.shape[1]
+        mask = _mha_mask(mask, B, T_q, T_k)  # (B or 1, T_q or 1, T_k)
+        if key_padding_mask is not None:
+            check_tensor("key_padding_mask", key_padding_mask, "bool", "(B, T_k), True = real")
+            if tuple(key_padding_mask.shape) != (B, T_k):
                 raise ValueError(
-                    f"mask must broadcast to (B, T_q, T_k) = ({B}, {T_q}, {T_k}), e.g. "
-                    f"(B, 1, T_k) for padding or (T_q, T_k) for a causal mask; "
-                    f"got mask of shape {format_shape(mask)}"
+                    f"key_padding_mask must be (B, T_k) = ({B}, {T_k}), True at real keys; "
+                    f"got key_padding_mask of shape {format_shape(key_padding_mask)}"
                 )
-
-    def forward(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
-    ) -> tuple[Tensor, Tensor]:
-        """q (B, T_q, D), k and v (B, T_k, D), mask as in the class docstring ->
-        output (B, T_q, D), attn (B, H, T_q, T_k)."""
-        self._check_inputs(q, k, v, mask)
+            keys = key_padding_mask.unsqueeze(1)  # (B, 1, T_k)
+            mask = keys if mask is None else mask & keys
         k, v = self.project_kv(k, v)  # (B, H, T_k, d_k), (B, H, T_k, d_v)
         return self.attend(q, k, v, mask)
 
@@ -273,6 +323,12 @@ class MultiHeadAttention(nn.Module):
 
         A decoder that caches keys and values (chapter Q5) calls this once per new token.
         """
+        self._check_tokens("k", k)
+        self._check_tokens("v", v)
+        if k.shape[:2] != v.shape[:2]:
+            raise ValueError(
+                f"k and v must share (B, T_k); got k {format_shape(k)} and v {format_shape(v)}"
+            )
         B, T_k, H = k.size(0), k.size(1), self.n_head
         # 1. Project, then read the last axis as H heads of width d_k (or d_v).
         k = self.w_ks(k).view(B, T_k, H, self.d_k)  # (B, T_k, H, d_k)
@@ -284,11 +340,26 @@ class MultiHeadAttention(nn.Module):
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
         """Steps 1 to 6 for the queries q (B, T_q, D), given keys k (B, H, T_k, d_k) and
-        values v (B, H, T_k, d_v) already projected by :meth:`project_kv`.
+        values v (B, H, T_k, d_v) already projected by :meth:`project_kv`; mask as in
+        :meth:`forward`.
 
         Returns output (B, T_q, D) and attn (B, H, T_q, T_k).
         """
+        self._check_tokens("q", q)
         B, T_q, H, d_v = q.size(0), q.size(1), self.n_head, self.d_v
+        for name, t, d in (("k", k, self.d_k), ("v", v, d_v)):
+            check_tensor(name, t, "float", "(B, H, T_k, d), projected by project_kv")
+            if t.dim() != 4 or t.shape[0] != B or t.shape[1] != H or t.shape[3] != d:
+                raise ValueError(
+                    f"attend takes {name} already projected by project_kv: (B, H, T_k, "
+                    f"{'d_k' if name == 'k' else 'd_v'}) = ({B}, {H}, T_k, {d}); "
+                    f"got {name} of shape {format_shape(t)}"
+                )
+        if k.shape[2] != v.shape[2]:
+            raise ValueError(
+                f"k and v must share T_k; got k {format_shape(k)}, v {format_shape(v)}"
+            )
+        mask = _mha_mask(mask, B, T_q, k.shape[2])
         residual = q
 
         # 1 and 2 for the queries: project, split into heads, heads next to the batch.
@@ -296,8 +367,6 @@ class MultiHeadAttention(nn.Module):
 
         # 3. One mask for every head.
         if mask is not None:
-            if mask.dim() == 2:
-                mask = mask.unsqueeze(0)  # (1, T_q, T_k)
             mask = mask.unsqueeze(1)  # (B, 1, T_q, T_k) or (B, 1, 1, T_k)
 
         # 4. Attention in every head at once.
@@ -318,10 +387,11 @@ def causal_mask(T_q: int, T_k: int | None = None, device=None) -> Tensor:
     With T_k > T_q (the queries are the last T_q positions, as when decoding
     with a cache) query i sits at position T_k - T_q + i.
     """
-    T_k = T_q if T_k is None else T_k
-    if T_q <= 0 or T_k <= 0 or T_k < T_q:
+    T_q = check_int("T_q", T_q, minimum=0)
+    T_k = T_q if T_k is None else check_int("T_k", T_k, minimum=0)
+    if T_k < T_q:
         raise ValueError(
-            f"causal_mask needs 0 < T_q <= T_k (queries are the last T_q of T_k positions); "
+            f"causal_mask needs T_q <= T_k (queries are the last T_q of T_k positions); "
             f"got T_q={T_q}, T_k={T_k}"
         )
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q)
@@ -333,7 +403,8 @@ def padding_mask(lengths: Tensor | list[int], T: int) -> Tensor:
     The shape broadcasts over queries for :class:`MultiHeadAttention`; add a
     head axis (``mask[:, None]``, giving (B, 1, 1, T)) for the functional form.
     """
-    lengths = torch.as_tensor(lengths)
+    T = check_int("T", T, minimum=0)
+    lengths = to_tensor("lengths", lengths, "integer", "(B,), one length per sequence")
     if lengths.dim() != 1:
         raise ValueError(f"lengths must be 1-D (B,); got shape {format_shape(lengths)}")
     if (lengths < 0).any() or (lengths > T).any():

@@ -19,6 +19,7 @@ from torch import Tensor
 
 from .data import BOS, EOS, PAD, teacher_forcing
 from .model import Transformer
+from .validate import check_int, check_same_batch, check_tensor
 
 __all__ = [
     "greedy_decode",
@@ -27,6 +28,20 @@ __all__ = [
     "teacher_forced_accuracy",
     "sequence_accuracy",
 ]
+
+
+def _check_decoding(model: Transformer, src: Tensor, max_len: int) -> int:
+    """max_len as an int after checking the model, and that its positions reach that far."""
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a Transformer; got {type(model).__name__}")
+    max_len = check_int("max_len", max_len, why="(decoding steps)")
+    if max_len > model.config.max_len:
+        raise ValueError(
+            f"max_len = {max_len} decoding steps need {max_len} positions, but the model's "
+            f"config.max_len = {model.config.max_len}"
+        )
+    check_tensor("src", src, "integer", "(B, T_src) token ids")
+    return max_len
 
 
 def _finish(out: Tensor) -> Tensor:
@@ -41,7 +56,10 @@ def greedy_decode(model: Transformer, src: Tensor, max_len: int) -> tuple[Tensor
 
     src (B, T_src) -> tokens (B, max_len) (EOS included, PAD after it) and the logits of
     each step's newest position (B, max_len, V). Simple, and O(t) work per step repeated.
+    Every token the model emits is fed back as it is: a PAD it writes is read as padding
+    (masked), exactly as :meth:`tutorial_lib.model.Transformer.decode` reads any PAD in its input.
     """
+    max_len = _check_decoding(model, src, max_len)
     model.eval()
     memory, src_mask = model.encode(src)
     B = src.shape[0]
@@ -70,8 +88,12 @@ def greedy_decode_cached(model: Transformer, src: Tensor, max_len: int) -> Decod
 
     Every layer keeps the keys and values of earlier positions (they cannot change: the causal
     mask means position j never reads anything after j) and the cross-attention keys and values
-    of the memory (computed once). Gives the same logits as :func:`greedy_decode`.
+    of the memory (computed once); a PAD the model emits is masked in the cache as
+    recomputation masks it. Gives the same tokens and, to rounding, the same logits as
+    :func:`greedy_decode` for every step it takes; it stops early once every row has ended,
+    where :func:`greedy_decode` goes on to ``max_len`` (the extra columns are all PAD).
     """
+    max_len = _check_decoding(model, src, max_len)
     if not model.config.causal:
         raise ValueError(
             "a KV cache reproduces full recomputation only for a causal decoder (config.causal="
@@ -102,6 +124,7 @@ def teacher_forced_accuracy(model: Transformer, src: Tensor, tgt: Tensor) -> flo
     right given the true prefix, greedy decoding feeds itself exactly that prefix, step after
     step; and at the first wrong guess greedy decoding goes wrong too. A test checks it.
     """
+    check_same_batch("src", src, "tgt", tgt)
     model.eval()
     dec_in, dec_target = teacher_forcing(tgt)  # (B, T+1), (B, T+1)
     guess = model(src, dec_in).argmax(-1)  # (B, T+1)
@@ -111,6 +134,8 @@ def teacher_forced_accuracy(model: Transformer, src: Tensor, tgt: Tensor) -> flo
 
 def sequence_accuracy(model: Transformer, src: Tensor, tgt: Tensor) -> float:
     """Fraction of rows whose greedy output is exactly the target followed by EOS."""
+    check_tensor("src", src, "integer", "(B, T_src) token ids")
+    check_same_batch("src", src, "tgt", tgt)
     expected = teacher_forcing(tgt)[1]  # (B, T+1): the answer, then EOS, then PAD
     if model.config.causal:
         out = greedy_decode_cached(model, src, expected.shape[1]).tokens

@@ -24,42 +24,27 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .attention import format_shape
+from .validate import (
+    check_bool,
+    check_int,
+    check_padding_mask,
+    check_real,
+    check_tokens,
+    format_shape,
+)
 
 __all__ = ["LayerNorm", "BatchNorm", "RMSNorm", "check_tokens", "check_padding_mask"]
 
 
-def check_tokens(x: Tensor, d_model: int, layer: str) -> None:
-    """Raise ValueError unless x is (B, T, D) with D = d_model."""
-    if not isinstance(x, Tensor):
-        raise ValueError(f"{layer} expects a tensor (B, T, D); got {type(x).__name__}")
-    if x.dim() != 3:
-        raise ValueError(
-            f"{layer} expects x of shape (B, T, D) with D = d_model = {d_model}; "
-            f"got {x.dim()}-D x of shape {format_shape(x)}"
-        )
-    if x.shape[-1] != d_model:
-        raise ValueError(
-            f"{layer} expects the last dimension D = d_model = {d_model}; got x of shape "
-            f"{format_shape(x)}, so D = {x.shape[-1]}"
-        )
+def _compute_dtype(x: Tensor) -> torch.dtype:
+    """Statistics of float16 and bfloat16 tokens are taken in float32 (a square of 300 already
+    overflows float16); the result goes back to the input's dtype."""
+    return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
 
 
-def check_padding_mask(mask: Tensor | None, x: Tensor, layer: str) -> None:
-    """Raise ValueError unless mask is None or bool (B, T) matching x (B, T, D)."""
-    if mask is None:
-        return
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        dtype = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise ValueError(
-            f"{layer}: the padding mask must be a bool tensor (B, T), True = real token; "
-            f"got {dtype}"
-        )
-    if tuple(mask.shape) != tuple(x.shape[:2]):
-        raise ValueError(
-            f"{layer}: the padding mask must have shape (B, T) = {tuple(x.shape[:2])} to match "
-            f"x {format_shape(x)}; got mask of shape {format_shape(mask)}"
-        )
+def _check_sizes(d_model: int, eps: float) -> tuple[int, float]:
+    # eps > 0: with eps = 0 a token (or feature) whose values are all equal gives 0/0 = NaN.
+    return check_int("d_model", d_model, why="(D)"), check_real("eps", eps, above=0)
 
 
 class LayerNorm(nn.Module):
@@ -75,23 +60,22 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5, elementwise_affine: bool = True):
         super().__init__()
-        if not isinstance(d_model, int) or d_model <= 0:
-            raise ValueError(f"d_model must be a positive integer; got {d_model!r}")
-        self.d_model = d_model
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None
-        self.bias = nn.Parameter(torch.zeros(d_model)) if elementwise_affine else None
+        self.d_model, self.eps = _check_sizes(d_model, eps)
+        affine = check_bool("elementwise_affine", elementwise_affine)
+        self.weight = nn.Parameter(torch.ones(self.d_model)) if affine else None
+        self.bias = nn.Parameter(torch.zeros(self.d_model)) if affine else None
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (B, T, D), mask bool (B, T) or None (checked, then ignored) -> (B, T, D)."""
+        """x (B, T, D), mask bool (B, T) or None (checked, then ignored) -> (B, T, D), x's dtype."""
         check_tokens(x, self.d_model, "LayerNorm")
         check_padding_mask(mask, x, "LayerNorm")
-        mean = x.mean(dim=-1, keepdim=True)  # (B, T, 1): one mean per token
-        var = x.var(dim=-1, unbiased=False, keepdim=True)  # (B, T, 1)
-        x_hat = (x - mean) / torch.sqrt(var + self.eps)  # (B, T, D)
-        if self.weight is None:
-            return x_hat
-        return x_hat * self.weight + self.bias
+        h = x.to(_compute_dtype(x))
+        mean = h.mean(dim=-1, keepdim=True)  # (B, T, 1): one mean per token
+        var = h.var(dim=-1, unbiased=False, keepdim=True)  # (B, T, 1)
+        x_hat = (h - mean) / torch.sqrt(var + self.eps)  # (B, T, D)
+        if self.weight is not None:
+            x_hat = x_hat * self.weight.to(h.dtype) + self.bias.to(h.dtype)
+        return x_hat.to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}"
@@ -111,19 +95,20 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6, elementwise_affine: bool = True):
         super().__init__()
-        if not isinstance(d_model, int) or d_model <= 0:
-            raise ValueError(f"d_model must be a positive integer; got {d_model!r}")
-        self.d_model = d_model
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None
+        self.d_model, self.eps = _check_sizes(d_model, eps)
+        affine = check_bool("elementwise_affine", elementwise_affine)
+        self.weight = nn.Parameter(torch.ones(self.d_model)) if affine else None
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (B, T, D), mask bool (B, T) or None (checked, then ignored) -> (B, T, D)."""
+        """x (B, T, D), mask bool (B, T) or None (checked, then ignored) -> (B, T, D), x's dtype."""
         check_tokens(x, self.d_model, "RMSNorm")
         check_padding_mask(mask, x, "RMSNorm")
-        mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # (B, T, 1): one per token
-        x_hat = x * torch.rsqrt(mean_square + self.eps)  # (B, T, D)
-        return x_hat if self.weight is None else x_hat * self.weight
+        h = x.to(_compute_dtype(x))
+        mean_square = h.pow(2).mean(dim=-1, keepdim=True)  # (B, T, 1): one per token
+        x_hat = h * torch.rsqrt(mean_square + self.eps)  # (B, T, D)
+        if self.weight is not None:
+            x_hat = x_hat * self.weight.to(h.dtype)
+        return x_hat.to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}"
@@ -141,7 +126,9 @@ class BatchNorm(nn.Module):
     ``x.transpose(1, 2)`` (B, D, T); with a mask it is ``nn.BatchNorm1d(D)``
     applied to the real tokens alone, ``x[mask]`` (N, D). Padded positions
     are normalised with the same statistics but never enter them, so their
-    values (even NaN) cannot change a real token's output.
+    values (even NaN or inf) cannot change a real token's output, nor its gradient:
+    their outputs are computed from detached statistics, weight and bias, so the
+    backward pass never multiplies 0 by a padded NaN.
 
     ``forward(x, mask=None)``: x (B, T, D), mask bool (B, T), True = real token.
 
@@ -164,17 +151,15 @@ class BatchNorm(nn.Module):
         track_running_stats: bool = True,
     ):
         super().__init__()
-        if not isinstance(d_model, int) or d_model <= 0:
-            raise ValueError(f"d_model must be a positive integer; got {d_model!r}")
-        if momentum is not None and not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"momentum must be in [0, 1] or None; got {momentum}")
-        self.d_model = d_model
+        self.d_model, self.eps = d_model, eps = _check_sizes(d_model, eps)
+        if momentum is not None:
+            momentum = check_real("momentum", momentum, minimum=0, maximum=1, why="or None")
         self.momentum = momentum
-        self.eps = eps
-        self.track_running_stats = track_running_stats
+        affine = check_bool("affine", affine)
+        self.track_running_stats = check_bool("track_running_stats", track_running_stats)
         self.weight = nn.Parameter(torch.ones(d_model)) if affine else None
         self.bias = nn.Parameter(torch.zeros(d_model)) if affine else None
-        if track_running_stats:
+        if self.track_running_stats:
             self.register_buffer("running_mean", torch.zeros(d_model))
             self.register_buffer("running_var", torch.ones(d_model))
             self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
@@ -182,9 +167,13 @@ class BatchNorm(nn.Module):
             self.running_mean = self.running_var = self.num_batches_tracked = None
 
     def batch_statistics(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor, int]:
-        """Per-feature mean (D,), biased variance (D,) and the number N of tokens used."""
+        """Per-feature mean (D,), biased variance (D,) and the number N of tokens used.
+
+        In float32 for float16 and bfloat16 tokens, else in x's dtype.
+        """
         check_tokens(x, self.d_model, "BatchNorm")
         check_padding_mask(mask, x, "BatchNorm")
+        x = x.to(_compute_dtype(x))
         if mask is None:
             n = x.shape[0] * x.shape[1]
             mean = x.mean(dim=(0, 1))  # (D,)
@@ -202,7 +191,7 @@ class BatchNorm(nn.Module):
         return mean, var, n
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (B, T, D), mask bool (B, T) True = real token, or None -> (B, T, D)."""
+        """x (B, T, D), mask bool (B, T) True = real token, or None -> (B, T, D), x's dtype."""
         use_batch = self.training or not self.track_running_stats
         if use_batch:
             mean, var, n = self.batch_statistics(x, mask)
@@ -218,10 +207,27 @@ class BatchNorm(nn.Module):
             check_tokens(x, self.d_model, "BatchNorm")
             check_padding_mask(mask, x, "BatchNorm")
             mean, var = self.running_mean, self.running_var
-        x_hat = (x - mean) / torch.sqrt(var + self.eps)  # (B, T, D), broadcast over B and T
-        if self.weight is None:
+        h = x.to(_compute_dtype(x))
+        mean, var = mean.to(h.dtype), var.to(h.dtype)
+        if mask is None:
+            return self._normalise(h, mean, var).to(x.dtype)
+        keep = mask.unsqueeze(-1)  # (B, T, 1)
+        # Real tokens: padded entries replaced by 0 first, so the backward pass sees finite numbers.
+        real = self._normalise(torch.where(keep, h, 0.0), mean, var)  # (B, T, D)
+        # Padding: the same formula, cut off from the statistics and the parameters.
+        weight = None if self.weight is None else self.weight.detach()
+        bias = None if self.bias is None else self.bias.detach()
+        padded = self._normalise(h, mean.detach(), var.detach(), weight, bias)  # (B, T, D)
+        return torch.where(keep, real, padded).to(x.dtype)
+
+    def _normalise(self, h: Tensor, mean: Tensor, var: Tensor, weight=..., bias=...) -> Tensor:
+        """(h - mean) / sqrt(var + eps), then the affine map if any: h (B, T, D) -> (B, T, D)."""
+        weight = self.weight if weight is ... else weight
+        bias = self.bias if bias is ... else bias
+        x_hat = (h - mean) / torch.sqrt(var + self.eps)  # broadcast over B and T
+        if weight is None:
             return x_hat
-        return x_hat * self.weight + self.bias
+        return x_hat * weight.to(h.dtype) + bias.to(h.dtype)
 
     @torch.no_grad()
     def _update_running_statistics(self, mean: Tensor, var: Tensor, n: int) -> None:
@@ -231,8 +237,8 @@ class BatchNorm(nn.Module):
         else:
             factor = self.momentum
         unbiased = var * n / (n - 1)  # (D,): the running variance estimates the population's
-        self.running_mean.lerp_(mean.detach(), factor)
-        self.running_var.lerp_(unbiased.detach(), factor)
+        self.running_mean.lerp_(mean.detach().to(self.running_mean.dtype), factor)
+        self.running_var.lerp_(unbiased.detach().to(self.running_var.dtype), factor)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, momentum={self.momentum}, eps={self.eps}"

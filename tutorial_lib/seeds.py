@@ -15,6 +15,7 @@ and a different ``BOOK_SEED`` gives different seeds for every key.
 from __future__ import annotations
 
 import hashlib
+import numbers
 import os
 
 import torch
@@ -41,12 +42,18 @@ def derive(*key: object) -> int:
     ``derive("q2", "train", 3)`` names run 3 of chapter Q2's training; the result
     changes with ``BOOK_SEED`` and is the same on every machine and Python version.
     """
+    parts = []
     for part in key:
-        if not isinstance(part, (str, int)) or isinstance(part, bool):
+        # NumPy integers are integers too; True and False are not.
+        if not isinstance(part, (str, numbers.Integral)) or type(part).__name__ in (
+            "bool",
+            "bool_",
+        ):
             raise TypeError(
-                f"seed keys are strings and integers; got {part!r} ({type(part).__name__})"
+                f"seed keys (a seed) are strings and integers; got {part!r} ({type(part).__name__})"
             )
-    text = "/".join([str(book_seed()), *(str(part) for part in key)])
+        parts.append(part if isinstance(part, str) else str(int(part)))
+    text = "/".join([str(book_seed()), *parts])
     digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") >> 1
 

@@ -25,9 +25,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import seeds
-from .data import PAD, batches, make_batch, teacher_forcing
+from .data import PAD, TASKS, batches, make_batch, teacher_forcing, vocab_size
 from .decoding import sequence_accuracy, teacher_forced_accuracy
 from .model import Transformer
+from .validate import check_choice, check_int, check_real, check_same_batch, format_shape
 
 
 @contextlib.contextmanager
@@ -74,6 +75,20 @@ def fit(
     linearly over that many steps (Post-LN Transformers need it: full-size steps on fresh
     weights can diverge). The model is left in eval mode.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module; got {type(model).__name__}")
+    if not isinstance(batches, Iterator):
+        raise TypeError(
+            f"batches must be an iterator of batches (a generator, or iter(a_list)); got "
+            f"{type(batches).__name__}"
+        )
+    steps, warmup = check_int("steps", steps, minimum=0), check_int("warmup", warmup, minimum=0)
+    lr, eps = check_real("lr", lr, above=0), check_real("eps", eps, above=0)
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise TypeError(f"betas must be a pair (beta_1, beta_2); got {betas!r}")
+    betas = tuple(check_real("betas", b, minimum=0) for b in betas)
+    if max(betas) >= 1:
+        raise ValueError(f"betas must each be in [0, 1) (Adam's averaging rates); got {betas}")
     optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
     schedule = None
     if warmup:
@@ -83,8 +98,15 @@ def fit(
     losses: list[float] = []
     for step in range(1, steps + 1):
         model.train()
-        result = loss_fn(model, next(batches))
+        try:
+            batch = next(batches)
+        except StopIteration:
+            raise ValueError(f"batches ran out after {step - 1} of steps = {steps} steps") from None
+        result = loss_fn(model, batch)
         loss, extra = result if isinstance(result, tuple) else (result, None)
+        if not isinstance(loss, Tensor) or loss.dim() != 0:
+            found = format_shape(loss) if isinstance(loss, Tensor) else type(loss).__name__
+            raise ValueError(f"loss_fn must return a scalar loss (a 0-D tensor); got {found}")
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()
@@ -104,6 +126,7 @@ def teacher_forcing_loss(model: Transformer, src: Tensor, tgt: Tensor) -> tuple[
     logits (B, T+1, V).
     """
     dec_in, dec_target = teacher_forcing(tgt)  # (B, T+1), (B, T+1)
+    check_same_batch("src", src, "tgt", tgt)
     logits = model(src, dec_in)  # (B, T+1, V)
     loss = F.cross_entropy(logits.flatten(0, 1), dec_target.flatten(), ignore_index=PAD)
     return loss, logits
@@ -140,7 +163,7 @@ def train(
     max_steps: int = 2000,
     eval_every: int | None = None,
     test_set: tuple[Tensor, Tensor] | None = None,
-    target_accuracy: float = 1.0,
+    target_accuracy: float | None = 1.0,
     seed: int = 0,
     **batch_kwargs,
 ) -> TrainResult:
@@ -153,7 +176,25 @@ def train(
     with the cheap :func:`.teacher_forced_accuracy`, then, if that reaches the target, with
     greedy decoding; training stops when greedy decoding reaches it. Evaluation time counts
     in ``seconds``. ``lr`` is the rate after warm-up; 5e-3 suits the chapter's small model.
+    ``target_accuracy=None`` never stops early: all ``max_steps`` run, and the test set is
+    checked every ``eval_every`` steps and at the end.
     """
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a Transformer; got {type(model).__name__}")
+    check_choice("task", task, TASKS)
+    V = vocab_size(n_symbols)
+    if V > min(model.config.src_vocab, model.config.tgt_vocab):
+        raise ValueError(
+            f"n_symbols = {n_symbols} needs V = {V} token ids, but the model's vocabulary has "
+            f"V_src = {model.config.src_vocab}, V_tgt = {model.config.tgt_vocab}"
+        )
+    max_steps = check_int("max_steps", max_steps, minimum=0)
+    if eval_every is not None:
+        eval_every = check_int("eval_every", eval_every)
+    if target_accuracy is not None:
+        target_accuracy = check_real("target_accuracy", target_accuracy, minimum=0, maximum=1)
+    target = 2.0 if target_accuracy is None else target_accuracy  # no accuracy reaches 2
+    seed = check_int("seed", seed, minimum=None)
     seeds.manual_seed("train", seed)
     if test_set is None:
         test_set = make_batch(task, 1000, length, n_symbols, seed=seed + 10_000, **batch_kwargs)
@@ -173,16 +214,16 @@ def train(
         batch_accuracy.append(_batch_exact(*extra))
         periodic = eval_every is not None and step % eval_every == 0
         # A perfect batch earns a test check, but not on every step: checks cost time too.
-        promising = batch_accuracy[-1] >= target_accuracy and step - last["check"] >= 5
+        promising = batch_accuracy[-1] >= target and step - last["check"] >= 5
         if not (promising or periodic or step == max_steps):
             return False
         last["check"] = step
         # The cheap check (one forward pass) equals greedy accuracy; greedy confirms it.
         accuracy = teacher_forced_accuracy(model, *test_set)
-        if accuracy >= target_accuracy:
+        if accuracy >= target:
             accuracy = sequence_accuracy(model, *test_set)
         checks.append((step, time.perf_counter() - start, accuracy))
-        return accuracy >= target_accuracy
+        return accuracy >= target
 
     losses = fit(
         model,
@@ -195,7 +236,7 @@ def train(
         warmup=warmup,
         on_step=on_step,
     )
-    reached = bool(checks) and checks[-1][2] >= target_accuracy
+    reached = bool(checks) and checks[-1][2] >= target
     return TrainResult(
         last["step"], time.perf_counter() - start, losses, batch_accuracy, checks, reached
     )

@@ -71,3 +71,42 @@ def test_position_part_by_distance():
         torch.testing.assert_close(profile[:, d], torch.stack(pairs).mean(dim=(0, 1)))
     with pytest.raises(ValueError, match="no bias"):
         position_part_by_distance(PositionModel("rope", 10, cfg), tokens)
+
+
+def test_lab_inputs_are_checked_by_the_lab():
+    """Issue 18: a KeyError for an unknown task, ZeroDivisionError for n_head = 0, and
+    "index out of range in self" for a token id >= V."""
+    from tutorial_lib.labs.extrapolation import (
+        ExtrapolationConfig,
+        PositionModel,
+        lag_copy_batch,
+        summarise,
+        train_and_evaluate,
+    )
+
+    cfg = ExtrapolationConfig(train_len=6, eval_lens=(6,), d_model=8, n_head=2, steps=1, batch=2)
+    with pytest.raises(ValueError, match=r"task must be one of \['lag', 'hold'\]; got task='copy'"):
+        train_and_evaluate("rope", "copy", cfg)
+    with pytest.raises(ValueError, match="n_head must be a positive integer"):
+        ExtrapolationConfig(n_head=0)
+    with pytest.raises(ValueError, match="lag must be below train_len"):
+        ExtrapolationConfig(train_len=3, lag=3)
+    with pytest.raises(ValueError, match=r"tokens must hold token ids 0..V-1 = 0..9"):
+        PositionModel("rope", 10, cfg)(torch.full((2, 6), 10))
+    with pytest.raises(ValueError, match="lag must be below T"):
+        lag_copy_batch(2, 3, None, lag=3)
+    with pytest.raises(ValueError, match="key must be one of"):
+        summarise([], "accuracy_at_L")
+
+
+def test_position_model_reads_the_same_when_the_batch_equals_the_length():
+    """The causal mask goes in with its batch axis, so B = T is not mistaken for padding."""
+    from tutorial_lib.labs.extrapolation import ExtrapolationConfig, PositionModel
+
+    cfg = ExtrapolationConfig(train_len=6, eval_lens=(6,), d_model=8, n_head=2)
+    model = PositionModel("alibi", 10, cfg).eval()
+    tokens = torch.randint(0, 10, (6, 6), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        together = model(tokens)
+        alone = torch.cat([model(tokens[b : b + 1]) for b in range(6)])
+    torch.testing.assert_close(together, alone)

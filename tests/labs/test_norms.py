@@ -186,3 +186,21 @@ def test_first_layers_is_the_deep_model_cut_short(placement):
     assert shallow.head.weight is deep.head.weight  # shared, not copied
     with pytest.raises(ValueError, match="between 1 and 4"):
         first_layers(deep, 5)
+
+
+def test_lab_inputs_are_checked_by_the_lab():
+    """Issue 18: token ids >= V and n_head = 0 failed inside torch."""
+    import numpy as np
+
+    from tutorial_lib.labs.norms import SelfAttention, make_norm
+
+    with pytest.raises(ValueError, match=r"tokens must hold token ids 0..V-1 = 0..4"):
+        TinyEncoder(5, 3)(torch.full((2, 4), 5))
+    with pytest.raises(ValueError, match="n_head must be a positive integer"):
+        SelfAttention(8, 0)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        make_norm("group", 8)
+    with pytest.raises(TypeError, match="positions must be True or False"):
+        TinyEncoder(5, 3, positions="yes")
+    model = TinyEncoder(np.int64(5), np.int64(3), d_model=np.int64(8), n_head=np.int64(2))
+    assert model(torch.ones(2, 4, dtype=torch.long)).shape == (2, 4, 3)

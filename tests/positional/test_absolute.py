@@ -117,3 +117,29 @@ def test_self_attention_without_positions_is_permutation_equivariant(perm):
 def test_positions_break_the_symmetry():
     swap = torch.tensor([3, 1, 2, 0, 4, 5])  # 猫爱吃鱼 -> 鱼爱吃猫
     assert _perm_equivariance_error(True, swap) > 1e-2
+
+
+@pytest.mark.parametrize("base", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_base_that_is_not_positive_and_finite_is_refused(base):
+    """Issue 18: base <= 0 gave NaN tables."""
+    with pytest.raises(ValueError, match="base must be a finite number > 0"):
+        sinusoidal_encoding(4, 8, base)
+    with pytest.raises(ValueError, match="base"):
+        SinusoidalPositionalEncoding(8, base)
+
+
+def test_token_ids_are_not_embeddings():
+    """Issue 18: integer tensors came back int64 with the encoding truncated."""
+    for module in (SinusoidalPositionalEncoding(8), LearnedPositionalEmbedding(16, 8)):
+        with pytest.raises(TypeError, match="x must be a floating-point"):
+            module(torch.ones(2, 5, 8, dtype=torch.long))
+
+
+def test_numpy_sizes_and_half_precision():
+    import numpy as np
+
+    encoding = SinusoidalPositionalEncoding(np.int64(8), max_len=np.int64(4))
+    torch.testing.assert_close(encoding.encoding(6), sinusoidal_encoding(6, 8))
+    x = torch.zeros(1, 6, 8, dtype=torch.float16)
+    assert encoding(x).dtype == torch.float16
+    assert LearnedPositionalEmbedding(np.int32(6), 8)(x).dtype == torch.float16

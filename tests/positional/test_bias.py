@@ -171,3 +171,57 @@ def test_alibi_bias_values():
         torch.zeros(1, 2, 4, 3), torch.zeros(1, 2, 4, 3), 1
     )
     torch.testing.assert_close(symmetric, symmetric.transpose(-2, -1))
+
+
+def test_transformer_xl_refuses_more_queries_than_keys_like_every_other_bias():
+    xl = TransformerXLRelativePosition(2, 4)
+    with pytest.raises(ValueError, match="T_q <= T_k"):
+        xl(rand(1, 2, 5, 4), rand(1, 2, 3, 4), 0.5)
+
+
+@pytest.mark.parametrize(
+    "make, error, words",
+    [
+        (lambda: TransformerXLRelativePosition(0, 4), ValueError, "n_head must be a positive"),
+        (lambda: TransformerXLRelativePosition(True, 4), TypeError, "n_head"),
+        (lambda: T5RelativeBias(0), ValueError, "n_head"),
+        (lambda: T5RelativeBias(2, num_buckets=2.5), TypeError, "num_buckets"),
+        (lambda: T5RelativeBias(2, bidirectional="no"), TypeError, "bidirectional"),
+        (lambda: t5_relative_bucket(torch.arange(3), max_distance=float("nan")), TypeError,
+         "max_distance"),
+        (lambda: t5_relative_bucket(torch.arange(3.0)), TypeError, "relative_position"),
+        (lambda: ALiBiBias(True), TypeError, "n_head"),
+        (lambda: alibi_slopes(2.0), TypeError, "n_head"),
+        (lambda: ShawRelativePosition(4, 4, 2, init_std=float("nan")), ValueError, "init_std"),
+    ],
+)  # fmt: skip
+def test_bias_scalars_are_checked(make, error, words):
+    """Issue 18: T5RelativeBias validated nothing, n_head=True was one head, and the
+    Transformer-XL error for n_head = 0 spoke of d_pos."""
+    with pytest.raises(error, match=words):
+        make()
+
+
+@pytest.mark.parametrize(
+    "bias",
+    [lambda: ALiBiBias(4), lambda: T5RelativeBias(4), lambda: TransformerXLRelativePosition(4, 8)],
+)
+def test_a_bias_made_for_another_head_count_is_refused(bias):
+    from tutorial_lib.attention import MultiHeadAttention
+    from tutorial_lib.positional import with_positions
+
+    q = rand(1, 2, 5, 8)  # (B, H, T, d_k) with H = 2
+    with pytest.raises(ValueError, match=r"made for H = n_head = 4 heads"):
+        bias()(q, q, 0.5)
+    with pytest.raises(ValueError, match="n_head = 4, but the attention has n_head = 2"):
+        with_positions(MultiHeadAttention(2, 16, 8, 8), bias=bias())
+    with pytest.raises(ValueError, match=r"\(\.\.\., H, T, d_k\)"):
+        bias()(rand(5, 8), rand(5, 8), 0.5)  # no head axis: (H, T, T) would broadcast the scores
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_alibi_and_t5_work_in_half_precision(dtype):
+    q = rand(1, 4, 6, 8).to(dtype)
+    for bias in (ALiBiBias(4), T5RelativeBias(4).to(dtype)):
+        out, _ = PositionalAttention(math.sqrt(8), 0.0, bias=bias)(q, q, q)
+        assert out.dtype == dtype and torch.isfinite(out).all()

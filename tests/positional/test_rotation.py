@@ -100,3 +100,41 @@ def test_rerope_equals_rope_when_the_window_covers_the_sequence(T, extra, leaky)
 def test_leaky_rerope_with_slope_one_is_rope():
     q, k = rand(1, 2, 10, 6, seed=12), rand(1, 2, 10, 6, seed=13)
     torch.testing.assert_close(ReRoPE(3, leaky=1.0)(q, k, 0.5), RoPE()(q, k, 0.5))
+
+
+def test_positions_that_would_broadcast_x_or_land_on_the_heads_are_refused():
+    """Issue 18: positions (2, T) with x (T, d) returned (2, T, d); positions (B, T) with x
+    (B, H, T, d) and B = H rotated head h by sequence h's positions."""
+    with pytest.raises(ValueError, match="without making it bigger"):
+        apply_rope(rand(5, 8), torch.arange(5).expand(2, 5))
+    x = rand(2, 2, 5, 8)  # (B, H, T, d) with B = H
+    per_sequence = torch.stack([torch.arange(5), torch.arange(5) + 7])  # (B, T)
+    with pytest.raises(ValueError, match=r"positions\[:, None\]"):
+        apply_rope(x, per_sequence)
+    rotated = apply_rope(x, per_sequence[:, None])  # (B, 1, T): the same for every head
+    for b in range(2):
+        torch.testing.assert_close(rotated[b], apply_rope(x[b], per_sequence[b]))
+
+
+def test_rope_refuses_integer_inputs_and_bad_scalars():
+    with pytest.raises(TypeError, match="x must be a floating-point"):
+        apply_rope(torch.ones(4, 6, dtype=torch.long), torch.arange(4))
+    with pytest.raises(ValueError, match="positions must be finite"):
+        apply_rope(rand(4, 6), torch.tensor([0.0, 1.0, float("nan"), 3.0]))
+    for base in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="base"):
+            RoPE(base=base)
+    with pytest.raises(ValueError, match="leaky"):
+        ReRoPE(3, leaky=float("nan"))
+    with pytest.raises(ValueError, match=r"leaky must be a finite number >= 1"):
+        rerope_positions(torch.arange(5), 2, leaky=0)
+    with pytest.raises(TypeError, match="window"):
+        ReRoPE(True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_rotations_keep_the_input_dtype(dtype):
+    q, k = rand(1, 2, 6, 8).to(dtype), rand(1, 2, 6, 8, seed=1).to(dtype)
+    for rotation in (RoPE(), ReRoPE(3), ReRoPE(3, 2.0)):
+        scores = rotation(q, k, 0.5)
+        assert scores.dtype == dtype and torch.isfinite(scores).all()

@@ -9,3 +9,6 @@
 
 Labs import the concept modules; nothing in a concept module imports a lab.
 """
+
+# The labs are used as modules (``from tutorial_lib.labs.norms import TinyEncoder``).
+__all__: list[str] = []

@@ -15,6 +15,7 @@ from .. import seeds
 from ..attention import MultiHeadAttention
 from ..positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from ..training import fit, one_thread
+from ..validate import check_choice, check_int, check_real, check_token_ids
 
 __all__ = ["ReversalModel", "train_reversal"]
 
@@ -37,15 +38,18 @@ class ReversalModel(nn.Module):
         n_head: int = 4,
     ):
         super().__init__()
-        self.embed = nn.Embedding(vocab, d_model)
-        nn.init.normal_(self.embed.weight, std=embed_std)
-        self.embed_factor = embed_factor
+        self.vocab, d_model = check_int("vocab", vocab), check_int("d_model", d_model, why="(D)")
+        max_len, n_head = check_int("max_len", max_len), check_int("n_head", n_head, why="(H)")
+        check_choice("positions", positions, ("sinusoidal", "learned"))
+        if d_model % n_head:
+            raise ValueError(f"d_model = {d_model} must be divisible by n_head = {n_head}")
+        self.embed = nn.Embedding(self.vocab, d_model)
+        nn.init.normal_(self.embed.weight, std=check_real("embed_std", embed_std, minimum=0))
+        self.embed_factor = check_real("embed_factor", embed_factor, minimum=0)
         if positions == "sinusoidal":
             self.positions = SinusoidalPositionalEncoding(d_model)
-        elif positions == "learned":
-            self.positions = LearnedPositionalEmbedding(max_len, d_model, init_std=0.02)
         else:
-            raise ValueError(f"positions must be 'sinusoidal' or 'learned'; got {positions!r}")
+            self.positions = LearnedPositionalEmbedding(max_len, d_model, init_std=0.02)
         d_head = d_model // n_head
         self.attention = MultiHeadAttention(n_head, d_model, d_head, d_head, dropout=0.0)
         self.mlp = nn.Sequential(
@@ -56,10 +60,12 @@ class ReversalModel(nn.Module):
 
     def inputs(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """The two parts added at the input: token part (B, T, D) and position part (T, D)."""
+        check_token_ids("tokens", tokens, self.vocab)
         tokens_part = self.embed(tokens) * self.embed_factor  # (B, T, D)
         return tokens_part, self.positions.encoding(tokens.shape[1])
 
     def forward(self, tokens: Tensor) -> Tensor:
+        check_token_ids("tokens", tokens, self.vocab)
         h = self.positions(self.embed(tokens) * self.embed_factor)  # (B, T, D)
         h, _ = self.attention(h, h, h)  # (B, T, D)
         h = self.norm(h + self.mlp(h))  # (B, T, D)
@@ -70,14 +76,18 @@ def train_reversal(
     model: ReversalModel, T: int, vocab: int, steps: int = 200, seed: int = 0
 ) -> dict[str, float]:
     """Train ``model`` to output its input reversed; returns final loss and held-out accuracy."""
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive integer; got steps={steps!r}")
+    if not isinstance(model, ReversalModel):
+        raise TypeError(f"model must be a ReversalModel; got {type(model).__name__}")
+    T, steps, seed = check_int("T", T), check_int("steps", steps), check_int("seed", seed, None)
+    vocab = check_int("vocab", vocab)
+    if vocab > model.vocab:
+        raise ValueError(f"vocab = {vocab} token ids, but the model embeds only {model.vocab}")
     data = seeds.generator("embedding_scale", "data", seed)
     stream = iter(lambda: torch.randint(0, vocab, (32, T), generator=data), None)
 
     def loss_fn(model, tokens):
-        logits = model(tokens)  # (B, T, vocab)
-        return nn.functional.cross_entropy(logits.reshape(-1, vocab), tokens.flip(1).reshape(-1))
+        logits = model(tokens)  # (B, T, the model's vocabulary)
+        return nn.functional.cross_entropy(logits.flatten(0, 1), tokens.flip(1).flatten())
 
     with one_thread():
         losses = fit(model, stream, loss_fn, steps=steps, lr=3e-3)

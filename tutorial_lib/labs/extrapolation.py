@@ -6,6 +6,9 @@ The chapter builds each idea in visible cells; what lives here is what it and
 ``make bench`` must share, so the book and the benchmark run the same code: the
 models, the toy tasks and the training of the experiment. Its figures are in
 :mod:`tutorial_lib.figures.positional`.
+
+About 370 lines: the config (checked field by field), the models, the two tasks and the
+runner, which read best together.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..positional import (
     with_positions,
 )
 from ..training import fit, one_thread
+from ..validate import check_choice, check_int, check_real, check_token_ids
 
 __all__ = [
     "VARIANTS",
@@ -67,6 +71,47 @@ class ExtrapolationConfig:
     seeds: tuple[int, ...] = (0,)
     variants: tuple[str, ...] = tuple(VARIANTS)
     tasks: tuple[str, ...] = ("lag", "hold")
+
+    def __post_init__(self):
+        # Every field checked here, so a bad one is named before any model is built or trained.
+        for name, minimum in (("train_len", 1), ("d_model", 1), ("n_head", 1), ("n_layer", 1),
+                              ("steps", 0), ("batch", 1), ("lag", 1), ("shaw_clip", 0),
+                              ("rerope_window", 1), ("t5_buckets", 2), ("t5_max_distance", 1),
+                              ("eval_batch", 1)):  # fmt: skip
+            setattr(self, name, check_int(name, getattr(self, name), minimum))
+        if self.d_model % self.n_head:
+            raise ValueError(
+                f"d_model = {self.d_model} must be divisible by n_head = {self.n_head}"
+            )
+        if self.lag >= self.train_len:
+            raise ValueError(
+                f"lag must be below train_len = {self.train_len} (the first lag positions have "
+                f"no target); got lag = {self.lag}"
+            )
+        if self.t5_max_distance <= self.t5_buckets // 2:
+            raise ValueError(
+                f"t5_max_distance must exceed the t5_buckets // 2 = {self.t5_buckets // 2} "
+                f"exactly-bucketed distances; got t5_max_distance = {self.t5_max_distance}"
+            )
+        for name, values, check in (
+            ("eval_lens", self.eval_lens, lambda v: check_int("eval_lens", v)),
+            ("seeds", self.seeds, lambda v: check_int("seeds", v, None)),
+            ("variants", self.variants, lambda v: check_choice("variants", v, VARIANTS)),
+            ("tasks", self.tasks, lambda v: check_choice("tasks", v, ("lag", "hold"))),
+        ):
+            if isinstance(values, str) or not values:
+                raise ValueError(f"{name} must be a non-empty tuple; got {name}={values!r}")
+            setattr(self, name, tuple(check(v) for v in values))
+        rotate = {"rope", "rerope"} & set(self.variants)
+        if rotate and (self.d_model // self.n_head) % 2:
+            raise ValueError(
+                f"{sorted(rotate)} rotate pairs of dimensions: d_k = d_model / n_head must be "
+                f"even; got d_model = {self.d_model}, n_head = {self.n_head}"
+            )
+        if {"sinusoidal", "xl"} & set(self.variants) and self.d_model % 2:
+            raise ValueError(
+                f"sinusoids come in (sin, cos) pairs: d_model must be even; got {self.d_model}"
+            )
 
 
 def _parts(variant: str, cfg: ExtrapolationConfig):
@@ -116,7 +161,10 @@ class PositionModel(nn.Module):
 
     def __init__(self, variant: str, vocab: int, cfg: ExtrapolationConfig):
         super().__init__()
-        self.variant = variant
+        if not isinstance(cfg, ExtrapolationConfig):
+            raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
+        self.variant = check_choice("variant", variant, VARIANTS)
+        self.vocab = vocab = check_int("vocab", vocab)
         make_absolute, make_bias, make_rotation = _parts(variant, cfg)
         self.embed = nn.Embedding(vocab, cfg.d_model)
         self.absolute = make_absolute()
@@ -127,10 +175,12 @@ class PositionModel(nn.Module):
         self.readout = nn.Linear(cfg.d_model, vocab)
 
     def forward(self, tokens: Tensor) -> Tensor:
+        check_token_ids("tokens", tokens, self.vocab)
         x = self.embed(tokens)  # (B, T, D)
         if self.absolute is not None:
             x = self.absolute(x)
-        mask = causal_mask(tokens.shape[1], device=tokens.device)  # (T, T)
+        # (1, T, T): the batch axis made explicit, so the mask reads the same whatever B is.
+        mask = causal_mask(tokens.shape[1], device=tokens.device)[None]
         for block in self.blocks:
             x = block(x, mask)
         return self.readout(x)  # (B, T, vocab)
@@ -139,8 +189,20 @@ class PositionModel(nn.Module):
 IGNORE = -100  # target value that cross_entropy skips
 
 
+def _check_batch(n: int, T: int, generator: torch.Generator | None) -> tuple[int, int]:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None; got {type(generator).__name__}"
+        )
+    return check_int("n", n), check_int("T", T)
+
+
 def lag_copy_batch(n: int, T: int, generator: torch.Generator, lag: int = 3, vocab: int = 10):
     """Tokens (n, T) uniform over ``vocab``; target at t: the token at t - lag (none if t < lag)."""
+    n, T = _check_batch(n, T, generator)
+    lag, vocab = check_int("lag", lag), check_int("vocab", vocab)
+    if lag >= T:
+        raise ValueError(f"lag must be below T = {T}, or no position has a target; got lag = {lag}")
     tokens = torch.randint(0, vocab, (n, T), generator=generator)
     target = tokens.roll(lag, dims=1)  # (n, T)
     target[:, :lag] = IGNORE
@@ -151,6 +213,9 @@ def hold_last_value_batch(
     n: int, T: int, generator: torch.Generator, values: int = 8, fillers: int = 4, p: float = 0.3
 ):
     """Each token is a value (0..values-1, probability p) or a filler; target: the latest value."""
+    n, T = _check_batch(n, T, generator)
+    values, fillers = check_int("values", values), check_int("fillers", fillers)
+    p = check_real("p", p, minimum=0, maximum=1)
     value = torch.randint(0, values, (n, T), generator=generator)
     filler = values + torch.randint(0, fillers, (n, T), generator=generator)
     is_value = torch.rand(n, T, generator=generator) < p
@@ -179,7 +244,10 @@ def train_and_evaluate(
     head are measured on queries at positions >= L when T > L (None for the hold task,
     whose target key moves).
     """
-    make_batch, vocab, _ = EXTRAPOLATION_TASKS[task]
+    make_batch, vocab, _ = EXTRAPOLATION_TASKS[check_choice("task", task, EXTRAPOLATION_TASKS)]
+    if not isinstance(cfg, ExtrapolationConfig):
+        raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
+    seed = check_int("seed", seed, None)
     kwargs = {"lag": cfg.lag} if task == "lag" else {}
     # The same initial draws and data for every variant of one seed: a fair comparison.
     seeds.manual_seed("extrapolation", "init", task, seed)
@@ -250,8 +318,14 @@ def position_part_by_distance(model: PositionModel, tokens: Tensor, first: int =
     tokens: (B, T). Entry [h, d] is the mean, over the batch and over queries i >= ``first``
     with a key at distance d = i - j, of what head h's score bias adds for that pair: for
     Transformer-XL its terms (b) + (d) (``position_terms``), otherwise the whole bias.
-    Distances no query reaches are NaN.
+    Every distance 0 .. T-1 is reached (by query max(first, d)), since first < T.
     """
+    if not isinstance(model, PositionModel):
+        raise TypeError(f"model must be a PositionModel; got {type(model).__name__}")
+    check_token_ids("tokens", tokens, model.vocab)
+    first = check_int("first", first, minimum=0)
+    if first >= tokens.shape[1]:
+        raise ValueError(f"first must be a query position below T = {tokens.shape[1]}; got {first}")
     attention = model.blocks[0].attention.attention  # the PositionalAttention of block 0
     if attention.bias is None:
         raise ValueError(f"variant {model.variant!r} adds no bias to the scores")
@@ -278,6 +352,8 @@ def position_part_by_distance(model: PositionModel, tokens: Tensor, first: int =
 
 def extrapolation_experiment(cfg: ExtrapolationConfig) -> list[dict[str, object]]:
     """Every (task, variant, seed) of ``cfg``: one row per run, as :func:`train_and_evaluate`."""
+    if not isinstance(cfg, ExtrapolationConfig):
+        raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
     return [
         train_and_evaluate(variant, task, cfg, seed)
         for task in cfg.tasks
@@ -288,6 +364,8 @@ def extrapolation_experiment(cfg: ExtrapolationConfig) -> list[dict[str, object]
 
 def summarise(rows: list[dict], key: str = "accuracy") -> dict[tuple[str, str, int], list[float]]:
     """(task, variant, T) -> the values of ``key`` over seeds, from experiment rows."""
+    keys = ("accuracy", "accuracy_beyond_L", "focus", "far_attention", "best_head")
+    check_choice("key", key, keys)
     table: dict[tuple[str, str, int], list[float]] = {}
     for row in rows:
         for T, value in row[key].items():

@@ -33,8 +33,16 @@ from torch import Tensor, nn
 
 from ..attention import causal_mask, scaled_dot_product_attention
 from ..model import FeedForward
-from ..norms import BatchNorm, LayerNorm, RMSNorm, check_padding_mask, check_tokens
+from ..norms import BatchNorm, LayerNorm, RMSNorm
 from ..positional import sinusoidal_encoding
+from ..validate import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_padding_mask,
+    check_token_ids,
+    check_tokens,
+)
 
 __all__ = [
     "NORM_KINDS",
@@ -54,13 +62,12 @@ PLACEMENTS = ("post", "pre")
 
 def make_norm(kind: str, d_model: int) -> nn.Module:
     """A fresh norm layer of the given kind (see the module docstring)."""
+    check_choice("kind", kind, NORM_KINDS)
     if kind == "layer":
         return LayerNorm(d_model)
     if kind == "rms":
         return RMSNorm(d_model)
-    if kind in ("batch", "batch_masked"):
-        return BatchNorm(d_model)
-    raise ValueError(f"norm must be one of {NORM_KINDS}; got {kind!r}")
+    return BatchNorm(d_model)
 
 
 class SelfAttention(nn.Module):
@@ -73,9 +80,11 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model: int, n_head: int, causal: bool = False):
         super().__init__()
+        d_model, n_head = check_int("d_model", d_model, why="(D)"), check_int("n_head", n_head)
         if d_model % n_head:
             raise ValueError(f"d_model = {d_model} must be divisible by n_head = {n_head}")
-        self.n_head, self.d_k, self.causal = n_head, d_model // n_head, causal
+        self.d_model, self.n_head, self.d_k = d_model, n_head, d_model // n_head
+        self.causal = causal
         self.w_q = nn.Linear(d_model, d_model)
         self.w_k = nn.Linear(d_model, d_model)
         self.w_v = nn.Linear(d_model, d_model)
@@ -83,6 +92,8 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """x (B, T, D), mask bool (B, T) True = real token, or None -> (B, T, D)."""
+        check_tokens(x, self.d_model, "SelfAttention")
+        check_padding_mask(mask, x, "SelfAttention")
         B, T, D = x.shape
         H, d_k = self.n_head, self.d_k
         q = self.w_q(x).view(B, T, H, d_k).transpose(1, 2)  # (B, H, T, d_k)
@@ -112,8 +123,8 @@ class Block(nn.Module):
         causal: bool = False,
     ):
         super().__init__()
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {PLACEMENTS}; got {placement!r}")
+        check_choice("placement", placement, PLACEMENTS)
+        check_choice("norm", norm, NORM_KINDS)
         self.d_model, self.norm_kind, self.placement = d_model, norm, placement
         self.attention = SelfAttention(d_model, n_head, causal)
         self.ffn = FeedForward(d_model, d_ff)
@@ -158,8 +169,16 @@ class TinyEncoder(nn.Module):
         causal: bool = False,
     ):
         super().__init__()
-        self.embed = nn.Embedding(vocab, d_model, padding_idx=0)  # padding embeds to zeros
-        self.max_len = max_len
+        self.vocab, d_model = check_int("vocab", vocab), check_int("d_model", d_model, why="(D)")
+        n_classes, n_layers = check_int("n_classes", n_classes), check_int("n_layers", n_layers, 0)
+        positions = check_bool("positions", positions)
+        causal = check_bool("causal", causal)
+        # Checked here too: with n_layers = 0 no Block would ever see them.
+        n_head, d_ff = check_int("n_head", n_head, why="(H)"), check_int("d_ff", d_ff)
+        check_choice("norm", norm, NORM_KINDS)
+        check_choice("placement", placement, PLACEMENTS)
+        self.embed = nn.Embedding(self.vocab, d_model, padding_idx=0)  # padding embeds to zeros
+        self.max_len = max_len = check_int("max_len", max_len)
         # Tasks that ignore order can drop positions; then nothing in the model depends on T.
         table = sinusoidal_encoding(max_len, d_model) if positions else torch.zeros(1, d_model)
         self.register_buffer("positions", table)
@@ -178,13 +197,14 @@ class TinyEncoder(nn.Module):
 
     def forward(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
         """tokens long (B, T), mask bool (B, T) or None -> logits (B, T, n_classes)."""
-        if tokens.dim() != 2:
-            raise ValueError(f"tokens must be (B, T); got shape {tuple(tokens.shape)}")
+        check_token_ids("tokens", tokens, self.vocab)
         x = self.embed(tokens)  # (B, T, D)
         if self.use_positions:
             T = tokens.shape[1]
             if T > self.max_len:
-                raise ValueError(f"T = {T} is longer than max_len = {self.max_len}")
+                raise ValueError(
+                    f"tokens of length T = {T} are longer than max_len = {self.max_len}"
+                )
             x = x + self.positions[:T]  # (B, T, D)
         for layer in self.layers:
             x = layer(x, mask)
@@ -198,6 +218,8 @@ def ffn_gradient_norms(model: TinyEncoder) -> list[float]:
 
     Call after ``loss.backward()``; one number per layer, bottom layer first.
     """
+    if not isinstance(model, TinyEncoder):
+        raise TypeError(f"model must be a TinyEncoder; got {type(model).__name__}")
     norms = []
     for layer in model.layers:
         grad = layer.ffn.w_2.weight.grad

@@ -120,17 +120,28 @@ class _Norm(nn.Module):
     def _one(self, kind: str, x: Tensor, mask: Tensor | None, a: int, b: int) -> Tensor:
         if kind == "none":
             return x
-        if kind == "layer":
-            x_hat = F.layer_norm(x, x.shape[-1:], eps=self.eps)  # per token, as LayerNorm
-        else:
-            x_hat = self._batch_norm(x, mask if kind == "batch_masked" else None, a, b)
         weight, bias = _rows(self.weight, a, b), _rows(self.bias, a, b)  # (E', D)
-        return x_hat * weight[:, None, None, :] + bias[:, None, None, :]
+        weight, bias = weight[:, None, None, :], bias[:, None, None, :]
+        if kind == "layer":
+            return F.layer_norm(x, x.shape[-1:], eps=self.eps) * weight + bias  # per token
+        mask = mask if kind == "batch_masked" else None
+        mean, var = self._statistics(x, mask, a, b)  # (E', 1, 1, D) each
+        if mask is None:
+            return (x - mean) / torch.sqrt(var + self.eps) * weight + bias
+        # As BatchNorm does: padded entries are zeroed before the real tokens' formula, and
+        # padded outputs come from detached statistics and parameters, so padding never
+        # reaches a real token's gradient.
+        keep = mask[None, :, :, None]  # (1, B, T, 1)
+        real = (torch.where(keep, x, 0.0) - mean) / torch.sqrt(var + self.eps) * weight + bias
+        padded = (x - mean.detach()) / torch.sqrt(var.detach() + self.eps)
+        return torch.where(keep, real, padded * weight.detach() + bias.detach())
 
-    def _batch_norm(self, x: Tensor, mask: Tensor | None, a: int, b: int) -> Tensor:
+    def _statistics(self, x: Tensor, mask: Tensor | None, a: int, b: int) -> tuple[Tensor, Tensor]:
+        """Per-member mean and biased variance, (E', 1, 1, D); running estimates when evaluating."""
         if not self.training:
             mean, var = _rows(self.running_mean, a, b), _rows(self.running_var, a, b)  # (E', D)
-        elif mask is None:
+            return mean[:, None, None], var[:, None, None]
+        if mask is None:
             n = x.shape[1] * x.shape[2]
             mean = x.mean(dim=(1, 2))  # (E', D): over every position of each member's batch
             var = x.var(dim=(1, 2), unbiased=False)
@@ -140,12 +151,11 @@ class _Norm(nn.Module):
             real = torch.where(keep, x, 0.0)
             mean = real.sum(dim=(1, 2)) / n  # (E', D): over the real tokens only
             var = torch.where(keep, (real - mean[:, None, None]) ** 2, 0.0).sum(dim=(1, 2)) / n
-        if self.training:
-            with torch.no_grad():
-                _rows(self.num_batches_tracked, a, b).add_(1)
-                _rows(self.running_mean, a, b).lerp_(mean, self.momentum)
-                _rows(self.running_var, a, b).lerp_(var * n / (n - 1), self.momentum)
-        return (x - mean[:, None, None]) / torch.sqrt(var[:, None, None] + self.eps)
+        with torch.no_grad():
+            _rows(self.num_batches_tracked, a, b).add_(1)
+            _rows(self.running_mean, a, b).lerp_(mean, self.momentum)
+            _rows(self.running_var, a, b).lerp_(var * n / (n - 1), self.momentum)
+        return mean[:, None, None], var[:, None, None]
 
 
 class _Block(nn.Module):

@@ -12,6 +12,7 @@ from .. import seeds
 from ..data import vocab_size
 from ..model import Transformer, TransformerConfig
 from ..training import TrainResult, train
+from ..validate import check_int
 
 __all__ = ["N_SYMBOLS", "LENGTH", "chapter_config", "train_reverse"]
 
@@ -34,13 +35,16 @@ def chapter_config(**changes) -> TransformerConfig:
         max_len=128,
         token_rms=0.25,  # small token vectors leave the positions audible (the chapter shows why)
     )
+    unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(TransformerConfig)})
+    if unknown:
+        raise TypeError(f"chapter_config got fields TransformerConfig does not have: {unknown}")
     return dataclasses.replace(config, **changes)
 
 
 def train_reverse(seed: int = 0, **train_kwargs) -> tuple[Transformer, TrainResult]:
     """A fresh chapter model trained on reverse (length 16, lr 5e-3) until greedy decoding is
     exact on 1,000 held-out strings; ``train_kwargs`` pass on to :func:`.train`."""
-    seeds.manual_seed("reverse", seed)
+    seeds.manual_seed("reverse", check_int("seed", seed, None))
     model = Transformer(chapter_config())
     options = {"length": LENGTH, "n_symbols": N_SYMBOLS, "lr": 5e-3, "seed": seed} | train_kwargs
     return model, train(model, "reverse", **options)

@@ -39,6 +39,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from ..attention import MultiHeadAttention, ScaledDotProductAttention
+from ..validate import format_shape
 from .absolute import (
     AbsolutePositionalEncoding,
     LearnedPositionalEmbedding,
@@ -103,6 +104,15 @@ class PositionalAttention(ScaledDotProductAttention):
         rotation: Rotation | None = None,
     ):
         super().__init__(temperature, attn_dropout)
+        if bias is not None and not isinstance(bias, ScoreBias):
+            raise TypeError(
+                f"bias must be a ScoreBias (Shaw, Transformer-XL, T5, ALiBi) or None; got "
+                f"{type(bias).__name__}"
+            )
+        if rotation is not None and not isinstance(rotation, Rotation):
+            raise TypeError(
+                f"rotation must be a Rotation (RoPE, ReRoPE) or None; got {type(rotation).__name__}"
+            )
         self.bias = bias
         self.rotation = rotation
 
@@ -123,6 +133,11 @@ class PositionalAttention(ScaledDotProductAttention):
         if self.bias is not None:
             extra = self.bias.value_term(weights)
             if extra is not None:
+                if extra.shape != out.shape:
+                    raise ValueError(
+                        f"the bias adds a value term of shape {format_shape(extra)} to the output "
+                        f"{format_shape(out)}: make it with d_v = {out.shape[-1]}, v's width"
+                    )
                 out = out + extra  # (..., T_q, d_v)
         return out, weights
 
@@ -130,7 +145,20 @@ class PositionalAttention(ScaledDotProductAttention):
 def with_positions(
     mha: MultiHeadAttention, bias: ScoreBias | None = None, rotation: Rotation | None = None
 ) -> MultiHeadAttention:
-    """Swap ``mha.attention`` for a :class:`PositionalAttention` (same temperature, dropout)."""
+    """Swap ``mha.attention`` for a :class:`PositionalAttention` (same temperature, dropout).
+
+    A bias or rotation made for another number of heads or another d_k or d_v than ``mha``
+    is refused here, before any input reaches it.
+    """
+    if not isinstance(mha, MultiHeadAttention):
+        raise TypeError(f"mha must be a MultiHeadAttention; got {type(mha).__name__}")
+    for part in (bias, rotation):
+        for size in ("n_head", "d_k", "d_v"):
+            if part is not None and getattr(part, size, getattr(mha, size)) != getattr(mha, size):
+                raise ValueError(
+                    f"{type(part).__name__} was made with {size} = {getattr(part, size)}, but the "
+                    f"attention has {size} = {getattr(mha, size)}: make them match"
+                )
     old = mha.attention
     mha.attention = PositionalAttention(old.temperature, old.dropout.p, bias, rotation)
     return mha

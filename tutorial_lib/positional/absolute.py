@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..attention import format_shape
+from ..validate import check_int, check_real, check_tokens
 
 __all__ = [
     "sinusoidal_frequencies",
@@ -27,12 +27,13 @@ __all__ = [
 ]
 
 
-def _check_even(name: str, value: int) -> None:
-    if not isinstance(value, int) or value <= 0 or value % 2:
-        raise ValueError(
-            f"{name} must be a positive even integer (dimensions come in (sin, cos) or rotation "
-            f"pairs); got {name}={value!r}"
-        )
+def _check_even(name: str, value: int) -> int:
+    why = "(dimensions come in (sin, cos) or rotation pairs)"
+    return check_int(name, value, even=True, why=why)
+
+
+def _check_base(base: float) -> float:
+    return check_real("base", base, above=0, why="(the longest wavelength is about 2*pi*base)")
 
 
 def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Tensor:
@@ -40,7 +41,7 @@ def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Tensor:
 
     Pair i holds dimensions 2i (sin) and 2i+1 (cos); its wavelength is 2*pi/omega_i.
     """
-    _check_even("d_model", d_model)
+    d_model, base = _check_even("d_model", d_model), _check_base(base)
     return base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (D/2,)
 
 
@@ -57,9 +58,7 @@ def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0) -> Te
     PE[p, 2i] = sin(p / base^(2i/D)),  PE[p, 2i+1] = cos(p / base^(2i/D)).
     Computed in float64 and returned as float32, so large positions stay exact.
     """
-    _check_even("d_model", d_model)
-    if not isinstance(max_len, int) or max_len < 0:
-        raise ValueError(f"max_len must be a non-negative integer; got max_len={max_len!r}")
+    max_len = check_int("max_len", max_len, minimum=0)
     return _sinusoid(torch.arange(max_len), d_model, base).float()  # (max_len, D)
 
 
@@ -68,7 +67,7 @@ def sinusoidal_shift_matrix(k: float, d_model: int, base: float = 10000.0) -> Te
 
     Block i rotates the pair (sin(p w_i), cos(p w_i)) by the angle k w_i; it does not depend on p.
     """
-    angle = k * sinusoidal_frequencies(d_model, base)  # (D/2,)
+    angle = check_real("k", k) * sinusoidal_frequencies(d_model, base)  # (D/2,)
     c, s = angle.cos(), angle.sin()
     blocks = torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2)  # (D/2, 2, 2)
     return torch.block_diag(*blocks)  # (D, D)
@@ -83,14 +82,12 @@ class AbsolutePositionalEncoding(nn.Module):
     d_model: int
 
     def encoding(self, T: int) -> Tensor:
+        """(T, D): what is added at positions 0 .. T-1. Subclasses define it."""
         raise NotImplementedError
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"expected token embeddings of shape (B, T, D) with D = d_model = {self.d_model}; "
-                f"got {format_shape(x)}"
-            )
+        # Token ids (integers) must be embedded first: adding the table to them would truncate it.
+        check_tokens(x, self.d_model, type(self).__name__ + " (token embeddings)")
         return x + self.encoding(x.shape[1]).to(x.dtype)  # (B, T, D)
 
 
@@ -102,11 +99,13 @@ class SinusoidalPositionalEncoding(AbsolutePositionalEncoding):
 
     def __init__(self, d_model: int, base: float = 10000.0, max_len: int = 1024):
         super().__init__()
-        _check_even("d_model", d_model)
-        self.d_model, self.base = d_model, base
+        self.d_model, self.base = _check_even("d_model", d_model), _check_base(base)
+        max_len = check_int("max_len", max_len, minimum=0)
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
 
     def encoding(self, T: int) -> Tensor:
+        """(T, D): the rows for positions 0 .. T-1."""
+        T = check_int("T", T, minimum=0)
         if T <= self.pe.shape[0]:
             return self.pe[:T]  # (T, D)
         return sinusoidal_encoding(T, self.d_model, self.base).to(self.pe.device)  # (T, D)
@@ -121,14 +120,13 @@ class LearnedPositionalEmbedding(AbsolutePositionalEncoding):
 
     def __init__(self, max_len: int, d_model: int, init_std: float = 0.02):
         super().__init__()
-        if not isinstance(max_len, int) or max_len <= 0:
-            raise ValueError(f"max_len must be a positive integer; got max_len={max_len!r}")
-        if not isinstance(d_model, int) or d_model <= 0:
-            raise ValueError(f"d_model must be a positive integer; got d_model={d_model!r}")
-        self.max_len, self.d_model = max_len, d_model
+        self.max_len, self.d_model = check_int("max_len", max_len), check_int("d_model", d_model)
+        init_std = check_real("init_std", init_std, minimum=0)
         self.table = nn.Parameter(torch.randn(max_len, d_model) * init_std)  # (max_len, D)
 
     def encoding(self, T: int) -> Tensor:
+        """(T, D): the rows for positions 0 .. T-1, which must exist in the table."""
+        T = check_int("T", T, minimum=0)
         if T > self.max_len:
             raise ValueError(
                 f"a sequence of T={T} tokens needs rows for positions 0..{T - 1}, but this "

@@ -9,6 +9,9 @@ broadcastable to the scores (..., T_q, T_k) and may add a term to the output.
 the *distance* i - j used by ALiBi is its negative.
 
 Introduced in chapter Q3b ("Relative positions").
+
+About 370 lines: four variants, one class each, that share the relative-position helpers
+and the input checks above them.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..attention import format_shape
-from .absolute import _check_even, _sinusoid
+from ..validate import check_bool, check_int, check_real, check_tensor, format_shape, to_tensor
+from .absolute import _check_base, _check_even, _sinusoid
 
 __all__ = [
     "relative_position",
@@ -36,7 +39,8 @@ __all__ = [
 
 def relative_position(T_q: int, T_k: int, device=None) -> Tensor:
     """(T_q, T_k) long: key position j minus query position (T_k - T_q + i), T5's convention."""
-    if T_q <= 0 or T_k <= 0 or T_q > T_k:
+    T_q, T_k = check_int("T_q", T_q), check_int("T_k", T_k)
+    if T_q > T_k:
         raise ValueError(
             "relative positions need 0 < T_q <= T_k (queries are the last T_q of T_k "
             f"positions); got T_q={T_q}, T_k={T_k}"
@@ -44,6 +48,25 @@ def relative_position(T_q: int, T_k: int, device=None) -> Tensor:
     query = torch.arange(T_k - T_q, T_k, device=device)  # (T_q,)
     key = torch.arange(T_k, device=device)  # (T_k,)
     return key[None, :] - query[:, None]  # (T_q, T_k)
+
+
+def _check_qk(bias: nn.Module, q: Tensor, k: Tensor, scale: float, n_head: int | None) -> None:
+    """q (..., H, T_q, d_k) and k (..., H, T_k, d_k) for ``bias``, with H = n_head when given."""
+    name = type(bias).__name__
+    letters = "(..., T, d_k)" if n_head is None else f"(..., H, T, d_k) with H = {n_head}"
+    for arg, t in (("q", q), ("k", k)):
+        check_tensor(arg, t, "float", letters)
+        if t.dim() < (2 if n_head is None else 3):
+            raise ValueError(f"{name} takes {arg} of shape {letters}; got {format_shape(t)}")
+        if n_head is not None and t.shape[-3] != n_head:
+            raise ValueError(
+                f"{name} was made for H = n_head = {n_head} heads, but {arg} has "
+                f"{t.shape[-3]} on its head axis: {arg} must be {letters}; got {format_shape(t)}"
+            )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share d_k; got q {format_shape(q)} and k {format_shape(k)}")
+    relative_position(q.shape[-2], k.shape[-2])  # checks 0 < T_q <= T_k
+    check_real("scale", scale)
 
 
 class ScoreBias(nn.Module):
@@ -58,6 +81,7 @@ class ScoreBias(nn.Module):
         raise NotImplementedError
 
     def value_term(self, weights: Tensor) -> Tensor | None:
+        """A (..., T_q, d_v) term added to the output, or None (the default: none)."""
         return None
 
 
@@ -71,11 +95,9 @@ class ShawRelativePosition(ScoreBias):
 
     def __init__(self, d_k: int, d_v: int, max_relative_position: int, init_std: float = 0.02):
         super().__init__()
-        if not isinstance(max_relative_position, int) or max_relative_position < 0:
-            raise ValueError(
-                f"max_relative_position must be an integer >= 0; got {max_relative_position!r}"
-            )
-        self.K = max_relative_position
+        self.d_k, self.d_v = check_int("d_k", d_k), check_int("d_v", d_v)
+        self.K = check_int("max_relative_position", max_relative_position, minimum=0)
+        init_std = check_real("init_std", init_std, minimum=0)
         self.a_k = nn.Parameter(torch.randn(2 * self.K + 1, d_k) * init_std)  # (2K+1, d_k)
         self.a_v = nn.Parameter(torch.randn(2 * self.K + 1, d_v) * init_std)  # (2K+1, d_v)
 
@@ -84,20 +106,29 @@ class ShawRelativePosition(ScoreBias):
         return relative_position(T_q, T_k, device).clamp(-self.K, self.K) + self.K
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
+        _check_qk(self, q, k, scale, None)
+        if q.shape[-1] != self.d_k:
+            raise ValueError(
+                f"ShawRelativePosition was made for d_k = {self.d_k}; got q {format_shape(q)}"
+            )
         T_q, T_k = q.shape[-2], k.shape[-2]
         index = self.index(T_q, T_k, q.device)  # (T_q, T_k)
         # Dot every query with the 2K+1 vectors once, then pick the one each key needs.
-        per_distance = q @ self.a_k.T  # (..., T_q, 2K+1)
+        per_distance = q @ self.a_k.T.to(q.dtype)  # (..., T_q, 2K+1)
         index = index.expand(*per_distance.shape[:-1], T_k)  # (..., T_q, T_k)
         return per_distance.gather(-1, index) * scale  # (..., T_q, T_k)
 
     def value_term(self, weights: Tensor) -> Tensor:
+        """weights (..., T_q, T_k) -> sum_j w_ij a^V_ij, (..., T_q, d_v)."""
+        check_tensor("weights", weights, "float", "(..., T_q, T_k)")
+        if weights.dim() < 2:
+            raise ValueError(f"weights must be (..., T_q, T_k); got {format_shape(weights)}")
         T_q, T_k = weights.shape[-2:]
         index = self.index(T_q, T_k, weights.device).expand(weights.shape)  # (..., T_q, T_k)
         # Sum the weights that fall on each clipped distance, then mix the a^V vectors.
         per_distance = weights.new_zeros(*weights.shape[:-1], 2 * self.K + 1)
         per_distance = per_distance.scatter_add(-1, index, weights)  # (..., T_q, 2K+1)
-        return per_distance @ self.a_v  # (..., T_q, d_v)
+        return per_distance @ self.a_v.to(weights.dtype)  # (..., T_q, d_v)
 
 
 def relative_shift(full: Tensor, T_k: int) -> Tensor:
@@ -107,6 +138,10 @@ def relative_shift(full: Tensor, T_k: int) -> Tensor:
     T_k - 1 - c (largest first). Returns (..., T_q, T_k) whose (i, j) entry is
     the column for distance (T_k - T_q + i) - j.
     """
+    check_tensor("full", full, "float", "(..., T_q, T_q + T_k - 1)")
+    T_k = check_int("T_k", T_k)
+    if full.dim() < 2:
+        raise ValueError(f"full must be (..., T_q, T_q + T_k - 1); got {format_shape(full)}")
     *lead, T_q, L = full.shape
     if L != T_q + T_k - 1:
         raise ValueError(
@@ -138,40 +173,50 @@ class TransformerXLRelativePosition(ScoreBias):
 
     def __init__(self, n_head: int, d_k: int, d_pos: int | None = None, base: float = 10000.0):
         super().__init__()
-        self.n_head, self.d_k = n_head, d_k
-        self.d_pos = d_pos or n_head * d_k
-        _check_even("d_pos", self.d_pos)
-        self.base = base
+        self.n_head = n_head = check_int("n_head", n_head, why="(H, the number of heads)")
+        self.d_k = d_k = check_int("d_k", d_k)
+        self.d_pos = n_head * d_k if d_pos is None else _check_even("d_pos", d_pos)
+        if d_pos is None and self.d_pos % 2:
+            raise ValueError(
+                f"d_pos (None) defaults to n_head * d_k = {self.d_pos}, which is odd; sinusoids "
+                "come in (sin, cos) pairs: pass an even d_pos"
+            )
+        self.base = _check_base(base)
         self.w_r = nn.Linear(self.d_pos, n_head * d_k, bias=False)
         self.u = nn.Parameter(torch.zeros(n_head, d_k))  # (H, d_k)
         self.v = nn.Parameter(torch.zeros(n_head, d_k))  # (H, d_k)
 
-    def _check(self, q: Tensor, k: Tensor) -> None:
-        for name, t in (("q", q), ("k", k)):
-            if t.dim() < 3 or t.shape[-3] != self.n_head or t.shape[-1] != self.d_k:
-                raise ValueError(
-                    f"{name} must be (..., H, T, d_k) with H={self.n_head}, d_k={self.d_k}; "
-                    f"got {format_shape(t)}"
-                )
+    def _check(self, q: Tensor, k: Tensor, scale: float = 1.0) -> None:
+        _check_qk(self, q, k, scale, self.n_head)
+        if q.shape[-1] != self.d_k:
+            raise ValueError(
+                f"q must be (..., H, T, d_k) with H={self.n_head}, d_k={self.d_k}; "
+                f"got {format_shape(q)}"
+            )
 
     def projected(self, distances: Tensor) -> Tensor:
         """W_R R_d for each distance d: (N,) -> (H, N, d_k)."""
+        check_tensor("distances", distances, "real", "(N,)")
+        if distances.dim() != 1 or not torch.isfinite(distances.double()).all():
+            raise ValueError(f"distances must be finite, (N,); got shape {format_shape(distances)}")
         r = _sinusoid(distances, self.d_pos, self.base).to(self.w_r.weight.dtype)  # (N, d_pos)
         r = self.w_r(r).view(-1, self.n_head, self.d_k)  # (N, H, d_k)
         return r.transpose(0, 1)  # (H, N, d_k)
 
     def position_terms(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
         """scale * ((b) + (d)), the part of the score that depends on i - j: (..., H, T_q, T_k)."""
-        self._check(q, k)
+        self._check(q, k, scale)
         T_q, T_k = q.shape[-2], k.shape[-2]
         distances = torch.arange(T_k - 1, -T_q, -1, device=q.device)  # (T_q + T_k - 1,)
         r = self.projected(distances)  # (H, T_q + T_k - 1, d_k)
-        position = (q + self.v[:, None]) @ r.transpose(-2, -1)  # (..., H, T_q, T_q + T_k - 1)
+        position = (q + self.v[:, None].to(q.dtype)) @ r.to(q.dtype).transpose(
+            -2, -1
+        )  # (..., H, T_q, T_q + T_k - 1)
         return relative_shift(position, T_k) * scale  # (..., H, T_q, T_k)
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
         position = self.position_terms(q, k, scale)  # (b) + (d), checks the shapes first
-        content_bias = (self.u[:, None] @ k.transpose(-2, -1)).to(q.dtype)  # (c): (..., H, 1, T_k)
+        content_bias = self.u[:, None].to(k.dtype) @ k.transpose(-2, -1)  # (c): (..., H, 1, T_k)
         return position + content_bias * scale  # (..., H, T_q, T_k)
 
     def four_terms(self, q: Tensor, k: Tensor) -> dict[str, Tensor]:
@@ -179,14 +224,17 @@ class TransformerXLRelativePosition(ScoreBias):
         self._check(q, k)
         T_q, T_k = q.shape[-2], k.shape[-2]
         distance = -relative_position(T_q, T_k, q.device)  # (T_q, T_k): i - j
-        r = self.projected(distance.flatten()).unflatten(1, (T_q, T_k))  # (H, T_q, T_k, d_k)
+        r = (
+            self.projected(distance.flatten()).unflatten(1, (T_q, T_k)).to(q.dtype)
+        )  # (H, T_q, T_k, d_k)
+        u, v = self.u.to(q.dtype), self.v.to(q.dtype)  # (H, d_k) each
         return {
             "a": q @ k.transpose(-2, -1),
             "b": torch.einsum("...hid,hijd->...hij", q, r),
-            "c": torch.einsum("hd,...hjd->...hj", self.u, k)
+            "c": torch.einsum("hd,...hjd->...hj", u, k)
             .unsqueeze(-2)
             .expand(*k.shape[:-2], T_q, T_k),
-            "d": torch.einsum("hd,hijd->hij", self.v, r).expand(*q.shape[:-2], T_q, T_k),
+            "d": torch.einsum("hd,hijd->hij", v, r).expand(*q.shape[:-2], T_q, T_k),
         }
 
 
@@ -205,13 +253,10 @@ def t5_relative_bucket(
     Unidirectional: keys after the query all fall in bucket 0.
     Returns a long tensor of the same shape, values in [0, num_buckets).
     """
-    if not isinstance(num_buckets, int) or num_buckets < (4 if bidirectional else 2):
-        raise ValueError(
-            f"num_buckets must be an integer >= {4 if bidirectional else 2}; got {num_buckets!r}"
-        )
-    relative_position = torch.as_tensor(relative_position)
-    if relative_position.is_floating_point():
-        raise ValueError(f"relative positions must be integers; got {relative_position.dtype}")
+    bidirectional, num_buckets, max_distance = _check_buckets(
+        bidirectional, num_buckets, max_distance
+    )
+    relative_position = to_tensor("relative_position", relative_position, "integer")
     bucket = torch.zeros_like(relative_position, dtype=torch.long)
     n = num_buckets
     if bidirectional:
@@ -221,11 +266,6 @@ def t5_relative_bucket(
     else:
         distance = (-relative_position).clamp(min=0)  # keys after the query count as distance 0
     exact = n // 2
-    if max_distance <= exact:
-        raise ValueError(
-            f"max_distance must exceed the {exact} exactly-bucketed distances (num_buckets="
-            f"{num_buckets}, bidirectional={bidirectional}); got max_distance={max_distance}"
-        )
     # Log-spaced above `exact`: distance exact * (max_distance/exact)^(m/(n-exact)) opens bucket
     # exact + m. float32, as in T5, so results agree with it bit for bit.
     safe = distance.clamp(min=1).float()
@@ -234,6 +274,21 @@ def t5_relative_bucket(
     )
     log_bucket = log_bucket.clamp(max=n - 1)  # saturate
     return bucket + torch.where(distance < exact, distance, log_bucket)
+
+
+def _check_buckets(
+    bidirectional: bool, num_buckets: int, max_distance: int
+) -> tuple[bool, int, int]:
+    bidirectional = check_bool("bidirectional", bidirectional)
+    num_buckets = check_int("num_buckets", num_buckets, minimum=4 if bidirectional else 2)
+    exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
+    max_distance = check_int("max_distance", max_distance)
+    if max_distance <= exact:
+        raise ValueError(
+            f"max_distance must exceed the {exact} exactly-bucketed distances (num_buckets="
+            f"{num_buckets}, bidirectional={bidirectional}); got max_distance={max_distance}"
+        )
+    return bidirectional, num_buckets, max_distance
 
 
 class T5RelativeBias(ScoreBias):
@@ -252,18 +307,21 @@ class T5RelativeBias(ScoreBias):
         init_std: float = 0.02,
     ):
         super().__init__()
-        self.bidirectional, self.num_buckets, self.max_distance = (
-            bidirectional,
-            num_buckets,
-            max_distance,
+        self.n_head = check_int("n_head", n_head, why="(H, the number of heads)")
+        self.bidirectional, self.num_buckets, self.max_distance = _check_buckets(
+            bidirectional, num_buckets, max_distance
         )
+        n_head, num_buckets = self.n_head, self.num_buckets
+        init_std = check_real("init_std", init_std, minimum=0)
         self.table = nn.Parameter(torch.randn(num_buckets, n_head) * init_std)  # (buckets, H)
 
     def buckets(self, T_q: int, T_k: int, device=None) -> Tensor:
+        """(T_q, T_k) long: the bucket of each (query, key) pair."""
         rel = relative_position(T_q, T_k, device)  # (T_q, T_k)
         return t5_relative_bucket(rel, self.bidirectional, self.num_buckets, self.max_distance)
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
+        _check_qk(self, q, k, scale, self.n_head)
         buckets = self.buckets(q.shape[-2], k.shape[-2], q.device)  # (T_q, T_k)
         return self.table[buckets].permute(2, 0, 1).to(q.dtype)  # (H, T_q, T_k)
 
@@ -275,8 +333,7 @@ def alibi_slopes(n_head: int) -> Tensor:
     Otherwise: the slopes for the largest power of two P < H, then every other
     slope of the 2P sequence, until there are H.
     """
-    if not isinstance(n_head, int) or n_head <= 0:
-        raise ValueError(f"n_head must be a positive integer; got n_head={n_head!r}")
+    n_head = check_int("n_head", n_head, why="(H, the number of heads)")
 
     def power_of_two(n: int) -> list[float]:
         start = 2.0 ** (-8.0 / n)
@@ -298,11 +355,14 @@ class ALiBiBias(ScoreBias):
 
     def __init__(self, n_head: int, causal: bool = True):
         super().__init__()
-        self.causal = causal
-        self.register_buffer("slopes", alibi_slopes(n_head), persistent=False)  # (H,)
+        self.causal = check_bool("causal", causal)
+        self.n_head = check_int("n_head", n_head, why="(H, the number of heads)")
+        self.register_buffer("slopes", alibi_slopes(self.n_head), persistent=False)  # (H,)
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
+        _check_qk(self, q, k, scale, self.n_head)
         distance = -relative_position(q.shape[-2], k.shape[-2], q.device)  # (T_q, T_k): i - j
         if not self.causal:
             distance = distance.abs()
-        return -self.slopes[:, None, None] * distance.to(q.dtype)  # (H, T_q, T_k)
+        # In q's dtype: float16 and bfloat16 scores stay in their precision (slopes are float32).
+        return (-self.slopes[:, None, None] * distance).to(q.dtype)  # (H, T_q, T_k)

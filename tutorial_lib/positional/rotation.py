@@ -14,8 +14,17 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..attention import attention_scores, format_shape
-from .absolute import _check_even, sinusoidal_frequencies
+from ..attention import attention_scores
+from ..validate import (
+    broadcast_shape,
+    check_choice,
+    check_int,
+    check_real,
+    check_tensor,
+    format_shape,
+    to_tensor,
+)
+from .absolute import _check_base, _check_even, sinusoidal_frequencies
 
 __all__ = [
     "apply_rope",
@@ -32,24 +41,23 @@ def apply_rope(
 ) -> Tensor:
     r"""Rotate each dimension pair of x by its position (Su et al., RoFormer).
 
-    x: (..., T, d), d even; positions: (T,) or broadcastable to x.shape[:-1], any real.
+    x: (..., T, d), float, d even; positions: any finite reals, (T,) or any shape that
+    broadcasts to x.shape[:-1] without making it bigger, e.g. (B, 1, T) for x (B, H, T, d).
+    A (B, T) tensor that would line up with (H, T) of such an x, when B = H, is refused:
+    give it the head axis, positions[:, None].
     Pair i turns by the angle positions * base^(-2i/d).
     layout="interleaved": pairs (2i, 2i+1), as in the RoFormer paper.
     layout="half": pairs (i, i + d/2), as in GPT-NeoX and Hugging Face's LLaMA code;
     :func:`rope_layout_permutation` maps one onto the other.
     """
-    d = x.shape[-1]
-    _check_even("the last dimension d of x", d)
-    if layout not in ("interleaved", "half"):
-        raise ValueError(f"layout must be 'interleaved' or 'half'; got {layout!r}")
-    positions = torch.as_tensor(positions, device=x.device)
-    try:
-        torch.broadcast_shapes(positions.shape, x.shape[:-1])
-    except RuntimeError:
+    check_tensor("x", x, "float", "(..., T, d)")
+    if x.dim() < 2:
         raise ValueError(
-            f"positions of shape {format_shape(positions)} do not broadcast to x's (..., T) = "
-            f"{tuple(x.shape[:-1])}"
-        ) from None
+            f"x must be (..., T, d) with at least 2 axes; got x of shape {format_shape(x)}"
+        )
+    d = _check_even("the last dimension d of x", x.shape[-1])
+    check_choice("layout", layout, ("interleaved", "half"))
+    positions = _check_positions(positions, x)
     angle = positions.to(torch.float64)[..., None] * sinusoidal_frequencies(d, base).to(x.device)
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)  # (..., T, d/2)
     if layout == "interleaved":
@@ -59,13 +67,37 @@ def apply_rope(
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., T, d)
 
 
+def _check_positions(positions: Tensor, x: Tensor) -> Tensor:
+    """positions as float64 on x's device, with a shape that fits x (..., T, d): see apply_rope."""
+    positions = to_tensor("positions", positions, "real", "(T,)")
+    positions = positions.to(device=x.device, dtype=torch.float64)
+    if not torch.isfinite(positions).all():
+        raise ValueError("positions must be finite; got NaN or inf among them")
+    rows = tuple(x.shape[:-1])  # (..., T)
+    if broadcast_shape(positions.shape, rows) != rows:
+        raise ValueError(
+            f"positions of shape {format_shape(positions)} do not fit x's (..., T) = "
+            f"{format_shape(rows)}: they must broadcast to it without making it bigger, e.g. "
+            f"(T,) = ({rows[-1]},), or (B, 1, T) for x (B, H, T, d)"
+        )
+    p = positions.dim()
+    if 2 <= p < len(rows) and positions.shape[0] == rows[0] == rows[-p] > 1:
+        raise ValueError(
+            f"positions of shape {format_shape(positions)} line up with the last {p} axes of "
+            f"x's (..., T) = {format_shape(rows)}, yet their first axis has x's batch size "
+            f"{rows[0]}: a (B, T) tensor would be read as (H, T). Give positions x's rank "
+            "minus one, e.g. positions[:, None] (B, 1, T) for x (B, H, T, d)"
+        )
+    return positions
+
+
 def rope_layout_permutation(d: int) -> Tensor:
     """Index p with x_half[..., p] in the interleaved layout: [0, d/2, 1, d/2 + 1, ...].
 
     apply_rope(x[..., p], pos) == apply_rope(x, pos, layout="half")[..., p]; applying
     p to the rows of W_q and W_k turns checkpoints of one layout into the other.
     """
-    _check_even("d", d)
+    d = _check_even("d", d)
     return torch.stack([torch.arange(d // 2), torch.arange(d // 2) + d // 2], dim=-1).flatten()
 
 
@@ -81,6 +113,13 @@ class Rotation(nn.Module):
 
 
 def _positions(q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+    """Query positions T_k - T_q .. T_k - 1 and key positions 0 .. T_k - 1, after checking q, k."""
+    for name, t in (("q", q), ("k", k)):
+        check_tensor(name, t, "float", "(..., T, d_k)")
+        if t.dim() < 2:
+            raise ValueError(f"{name} must be (..., T, d_k); got {name} of shape {format_shape(t)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share d_k; got q {format_shape(q)} and k {format_shape(k)}")
     T_q, T_k = q.shape[-2], k.shape[-2]
     if T_q > T_k:
         raise ValueError(f"queries are the last T_q of T_k positions; got T_q={T_q} > T_k={T_k}")
@@ -92,7 +131,8 @@ class RoPE(Rotation):
 
     def __init__(self, base: float = 10000.0, layout: str = "interleaved"):
         super().__init__()
-        self.base, self.layout = base, layout
+        self.base = _check_base(base)
+        self.layout = check_choice("layout", layout, ("interleaved", "half"))
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
         q_pos, k_pos = _positions(q, k)
@@ -105,13 +145,23 @@ def rerope_positions(distance: Tensor, window: int, leaky: float | None = None) 
     """The relative position ReRoPE uses for a distance i - j (Su, 2023).
 
     distance below ``window``: unchanged. From ``window`` on: ``window`` (ReRoPE), or
-    window + (distance - window) / leaky (Leaky ReRoPE, slope 1/leaky).
+    window + (distance - window) / leaky (Leaky ReRoPE, slope 1/leaky, leaky >= 1).
     """
-    distance = torch.as_tensor(distance)
+    window, leaky = _check_window(window, leaky)
+    distance = to_tensor("distance", distance, "real", "(i - j for each pair)")
+    if distance.is_floating_point() and not torch.isfinite(distance).all():
+        raise ValueError("distance must be finite; got NaN or inf among them")
     far = torch.full_like(distance, window, dtype=torch.float64)
     if leaky is not None:
         far = window + (distance - window) / leaky
     return torch.where(distance < window, distance.to(torch.float64), far)
+
+
+def _check_window(window: int, leaky: float | None) -> tuple[int, float | None]:
+    window = check_int("window", window)
+    if leaky is not None:
+        leaky = check_real("leaky", leaky, minimum=1, why="(the k of slope 1/k), or None")
+    return window, leaky
 
 
 class ReRoPE(Rotation):
@@ -125,11 +175,8 @@ class ReRoPE(Rotation):
 
     def __init__(self, window: int, leaky: float | None = None, base: float = 10000.0):
         super().__init__()
-        if not isinstance(window, int) or window < 1:
-            raise ValueError(f"window must be a positive integer; got window={window!r}")
-        if leaky is not None and leaky < 1:
-            raise ValueError(f"leaky (the k of slope 1/k) must be >= 1 or None; got {leaky!r}")
-        self.window, self.leaky, self.base = window, leaky, base
+        self.window, self.leaky = _check_window(window, leaky)
+        self.base = _check_base(base)
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
         q_pos, k_pos = _positions(q, k)
