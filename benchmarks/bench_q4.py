@@ -1,8 +1,15 @@
-"""Chapter Q4 (LayerNorm or BatchNorm?): the axes explorer's redraw time."""
+"""Chapter Q4 (LayerNorm or BatchNorm?): the axes explorer, the ensemble, the execution time."""
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 from common import Result, time_explorer
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CHAPTER = BOOK / "q4_norms.ipynb"
 
 
 def bench_q4_axes_explorer() -> list[Result]:
@@ -11,3 +18,103 @@ def bench_q4_axes_explorer() -> list[Result]:
 
     explorer = norm_axes_explorer()
     return time_explorer("q4 axes explorer", explorer)
+
+
+def bench_q4_ensemble_step() -> list[Result]:
+    """One training step of the chapter's 24 runs: stacked in one ensemble, and one by one.
+
+    The chapter trains 8 runs of each of 3 norms (2 layers, D = 32, batches of 8 sentences
+    of up to 16 tokens) as one EncoderEnsemble; the same 24 models trained one after
+    another with ``training.fit`` are the alternative it avoids. Medians of 10 steps.
+    """
+    import statistics
+
+    import torch
+    import torch.nn.functional as F
+
+    from tutorial_lib.labs.norms import TinyEncoder
+    from tutorial_lib.labs.norms_ensemble import EncoderEnsemble, train_runs
+    from tutorial_lib.training import fit, one_thread
+
+    def members():
+        out = []
+        for kind in ("layer", "batch", "batch_masked"):
+            for run in range(8):
+                torch.manual_seed(run)
+                out.append(
+                    TinyEncoder(16, 2, d_model=32, n_head=2, d_ff=64, norm=kind, positions=False)
+                )
+        return out
+
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(1, 17, (8,), generator=g)
+    mask = torch.arange(int(lengths.max())) < lengths[:, None]  # (B, T)
+    tokens = torch.randint(1, 16, (24, *mask.shape), generator=g) * mask  # (E, B, T)
+    target = torch.randint(0, 2, (24, *mask.shape), generator=g)
+
+    def run_losses(model, _):
+        logits = model(tokens, mask)[:, mask]  # (E, N, 2)
+        losses = F.cross_entropy(logits.flatten(0, 1), target[:, mask].flatten(), reduction="none")
+        return losses.view(24, -1).mean(dim=1)
+
+    with one_thread():
+        ensemble = EncoderEnsemble(members())
+        stacked = []
+        for _ in range(11):
+            start = time.perf_counter()
+            train_runs(ensemble, [None], run_losses, lr=3e-3)
+            stacked.append(1000 * (time.perf_counter() - start))
+        separate = []
+        models = members()
+        for _ in range(11):
+            start = time.perf_counter()
+            for e, model in enumerate(models):
+                fit(
+                    model,
+                    iter([None]),
+                    lambda m, _, e=e: F.cross_entropy(m(tokens[e], mask)[mask], target[e][mask]),
+                    steps=1,
+                    lr=3e-3,
+                )
+            separate.append(1000 * (time.perf_counter() - start))
+    ensemble_ms, separate_ms = statistics.median(stacked[1:]), statistics.median(separate[1:])
+    note = f"load average {os.getloadavg()[0]:.1f}"
+    return [
+        Result("Q4 one step of 24 runs, one ensemble", ensemble_ms, "ms", None, note),
+        Result(
+            "Q4 one step of 24 runs, one by one (fit)",
+            separate_ms,
+            "ms",
+            None,
+            f"{separate_ms / ensemble_ms:.1f}x the ensemble's",
+        ),
+    ]
+
+
+def bench_q4_chapter_execution() -> list[Result]:
+    """The notebook top to bottom in a fresh kernel, as the build runs it (kernel start included).
+
+    Wall time is what a reader waits; the kernel's CPU time and the load average say how
+    much of it was other processes on a shared machine. Budget: 15 s on 2 cores.
+    """
+    import nbformat
+    import psutil
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(CHAPTER, as_version=4)
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(BOOK)}}
+    )
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    with client.setup_kernel():
+        kernel = psutil.Process(client.km.provisioner.process.pid)
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        cpu = kernel.cpu_times()
+    wall = time.perf_counter() - start
+    note = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on 2 cores"
+    return [
+        Result("Q4 chapter execution, wall (fresh kernel)", wall, "s", 15.0, note),
+        Result("Q4 chapter execution, kernel CPU", cpu.user + cpu.system, "s", None),
+    ]

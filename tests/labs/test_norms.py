@@ -10,6 +10,8 @@ from tutorial_lib.labs.norms import (
     Block,
     TinyEncoder,
     ffn_gradient_norms,
+    first_layers,
+    position_influence,
 )
 from tutorial_lib.positional import sinusoidal_encoding
 
@@ -122,6 +124,68 @@ def test_errors():
         model(torch.ones(5, dtype=torch.long))
     with pytest.raises(ValueError, match="backward"):
         ffn_gradient_norms(model)
+
+
+def tiny_decoder(norm):
+    torch.manual_seed(0)
+    return TinyEncoder(
+        9, 4, d_model=8, n_head=2, d_ff=16, n_layers=2, norm=norm, placement="pre", causal=True
+    ).double()
+
+
+def test_position_influence_is_the_jacobian_norm():
+    model = tiny_decoder("batch")
+    tokens = torch.randint(1, 9, (3, 5), generator=torch.Generator().manual_seed(1))
+    x = (model.embed(tokens) + model.positions[:5]).detach()
+
+    def from_embeddings(x):  # the model after its embedding, on sentence 1
+        for layer in model.layers:
+            x = layer(x)
+        return model.head(model.final_norm(x))[1]  # (T, C)
+
+    jacobian = torch.autograd.functional.jacobian(from_embeddings, x)[:, :, 1]  # (T, C, T, D)
+    expected = jacobian.pow(2).sum(dim=(1, 3)).sqrt()
+    torch.testing.assert_close(position_influence(model, tokens, b=1), expected)
+
+
+@pytest.mark.parametrize("norm", ["layer", "rms", "batch_masked", "batch"])
+def test_a_causal_stack_sees_no_future_unless_batchnorm_trains(norm):
+    tokens = torch.randint(1, 9, (4, 6), generator=torch.Generator().manual_seed(2))
+    future = torch.ones(6, 6, dtype=torch.bool).triu(1)
+    model = tiny_decoder(norm)
+    trained = position_influence(model, tokens)
+    evaluated = position_influence(model.eval(), tokens)
+    assert (evaluated[future] == 0).all() and (evaluated.diagonal() > 0).all()
+    if norm.startswith("batch"):
+        assert (trained[future] > 1e-4).all()  # batch statistics carry every later token
+    else:
+        assert (trained[future] == 0).all()
+
+
+def test_position_influence_errors():
+    model = tiny_decoder("layer")
+    with pytest.raises(ValueError, match=r"\(B, T\)"):
+        position_influence(model, torch.ones(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="B = 2"):
+        position_influence(model, torch.ones(2, 3, dtype=torch.long), b=2)
+
+
+@pytest.mark.parametrize("placement", ["post", "pre"])
+def test_first_layers_is_the_deep_model_cut_short(placement):
+    torch.manual_seed(3)
+    deep = TinyEncoder(10, 3, d_model=8, n_head=2, d_ff=16, n_layers=4, placement=placement)
+    shallow = first_layers(deep, 2)
+    assert len(shallow.layers) == 2 and len(deep.layers) == 4  # the deep model is untouched
+    tokens = torch.randint(1, 10, (2, 5), generator=torch.Generator().manual_seed(4))
+    x = deep.embed(tokens) + deep.positions[:5]
+    for layer in deep.layers[:2]:
+        x = layer(x)
+    if deep.final_norm is not None:
+        x = deep.final_norm(x)
+    torch.testing.assert_close(shallow(tokens), deep.head(x))
+    assert shallow.head.weight is deep.head.weight  # shared, not copied
+    with pytest.raises(ValueError, match="between 1 and 4"):
+        first_layers(deep, 5)
 
 
 def test_lab_inputs_are_checked_by_the_lab():

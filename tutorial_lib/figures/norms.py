@@ -259,3 +259,31 @@ def norm_axes_explorer() -> Explorer:
         "the cells that share one normalisation statistic with the chosen element are orange.",
         title="Axes explorer: which numbers does one statistic average over?",
     )
+
+
+def draw_position_influence(fig, maps: dict[str, Tensor]) -> None:
+    """One panel per (T, T) map of ||d y_t / d x_t'||: output position t down, input t' across.
+
+    Colour is on a log scale shared by the panels, with a colour bar; an entry that is
+    exactly zero (no computation connects the two positions) is drawn in light grey and
+    marked with a dot, so that "exactly zero" and "small" never look alike.
+    """
+    from matplotlib.colors import LogNorm
+
+    values = torch.cat([m[m > 0] for m in maps.values()])
+    scale = LogNorm(vmin=values.min().item(), vmax=values.max().item())
+    axes = fig.subplots(1, len(maps), sharey=True)
+    for ax, (title, m) in zip(np.atleast_1d(axes), maps.items(), strict=True):
+        T = m.shape[0]
+        data = np.ma.masked_equal(m.numpy(), 0.0)  # exact zeros: no colour
+        ax.set_facecolor("#e6e6e6")
+        image = ax.imshow(data, norm=scale, cmap="viridis")
+        rows, cols = np.nonzero(m.numpy() == 0)
+        ax.plot(cols, rows, ".", color="#777777", markersize=3)
+        ax.set_title(title)
+        ax.set_xlabel("input position t\u2032")
+        ax.set_xticks(range(0, T, 2))
+        ax.set_yticks(range(0, T, 2))
+    np.atleast_1d(axes)[0].set_ylabel("output position t")
+    bar = fig.colorbar(image, ax=axes, shrink=0.9, pad=0.02)
+    bar.set_label(r"$\|\partial y_t / \partial x_{t'}\|$  (grey dot: exactly 0)")

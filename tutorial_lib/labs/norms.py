@@ -26,10 +26,12 @@ lives in ``tutorial_lib.model``; these layers are deliberately minimal.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import Tensor, nn
 
-from ..attention import scaled_dot_product_attention
+from ..attention import causal_mask, scaled_dot_product_attention
 from ..model import FeedForward
 from ..norms import BatchNorm, LayerNorm, RMSNorm
 from ..positional import sinusoidal_encoding
@@ -50,6 +52,8 @@ __all__ = [
     "Block",
     "TinyEncoder",
     "ffn_gradient_norms",
+    "first_layers",
+    "position_influence",
 ]
 
 NORM_KINDS = ("layer", "rms", "batch", "batch_masked")
@@ -70,15 +74,17 @@ class SelfAttention(nn.Module):
     """Multi-head self-attention with no residual and no norm inside.
 
     ``forward(x, mask=None)``: x (B, T, D), mask bool (B, T) True = real token
-    (padded keys are not attended to) -> (B, T, D).
+    (padded keys are not attended to) -> (B, T, D). With ``causal=True`` position t
+    attends to positions 0..t only, as in a decoder.
     """
 
-    def __init__(self, d_model: int, n_head: int):
+    def __init__(self, d_model: int, n_head: int, causal: bool = False):
         super().__init__()
         d_model, n_head = check_int("d_model", d_model, why="(D)"), check_int("n_head", n_head)
         if d_model % n_head:
             raise ValueError(f"d_model = {d_model} must be divisible by n_head = {n_head}")
         self.d_model, self.n_head, self.d_k = d_model, n_head, d_model // n_head
+        self.causal = causal
         self.w_q = nn.Linear(d_model, d_model)
         self.w_k = nn.Linear(d_model, d_model)
         self.w_v = nn.Linear(d_model, d_model)
@@ -94,6 +100,9 @@ class SelfAttention(nn.Module):
         k = self.w_k(x).view(B, T, H, d_k).transpose(1, 2)  # (B, H, T, d_k)
         v = self.w_v(x).view(B, T, H, d_k).transpose(1, 2)  # (B, H, T, d_k)
         key_mask = None if mask is None else mask[:, None, None, :]  # (B, 1, 1, T_k)
+        if self.causal:
+            future = causal_mask(T, device=x.device)  # (T_q, T_k), True = j <= i
+            key_mask = future if key_mask is None else key_mask & future  # (B, 1, T_q, T_k)
         out, _ = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (B, H, T, d_k)
         return self.w_o(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
 
@@ -105,13 +114,19 @@ class Block(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, n_head: int, d_ff: int, norm: str = "layer", placement: str = "post"
+        self,
+        d_model: int,
+        n_head: int,
+        d_ff: int,
+        norm: str = "layer",
+        placement: str = "post",
+        causal: bool = False,
     ):
         super().__init__()
         check_choice("placement", placement, PLACEMENTS)
         check_choice("norm", norm, NORM_KINDS)
         self.d_model, self.norm_kind, self.placement = d_model, norm, placement
-        self.attention = SelfAttention(d_model, n_head)
+        self.attention = SelfAttention(d_model, n_head, causal)
         self.ffn = FeedForward(d_model, d_ff)
         self.norm_1 = make_norm(norm, d_model)
         self.norm_2 = make_norm(norm, d_model)
@@ -134,6 +149,8 @@ class TinyEncoder(nn.Module):
 
     ``forward(tokens, mask=None)``: tokens long (B, T), index 0 is padding;
     mask bool (B, T) True = real token -> logits (B, T, n_classes).
+    ``causal=True`` makes every attention causal (a decoder-only stack: position t reads
+    positions 0..t), the setting in which a norm must not mix positions either.
     Linear weights start Xavier-uniform with zero biases, as in Xiong et al. (2020).
     """
 
@@ -149,11 +166,13 @@ class TinyEncoder(nn.Module):
         placement: str = "post",
         max_len: int = 64,
         positions: bool = True,
+        causal: bool = False,
     ):
         super().__init__()
         self.vocab, d_model = check_int("vocab", vocab), check_int("d_model", d_model, why="(D)")
         n_classes, n_layers = check_int("n_classes", n_classes), check_int("n_layers", n_layers, 0)
         positions = check_bool("positions", positions)
+        causal = check_bool("causal", causal)
         # Checked here too: with n_layers = 0 no Block would ever see them.
         n_head, d_ff = check_int("n_head", n_head, why="(H)"), check_int("d_ff", d_ff)
         check_choice("norm", norm, NORM_KINDS)
@@ -165,7 +184,7 @@ class TinyEncoder(nn.Module):
         self.register_buffer("positions", table)
         self.use_positions = positions
         self.layers = nn.ModuleList(
-            Block(d_model, n_head, d_ff, norm, placement) for _ in range(n_layers)
+            Block(d_model, n_head, d_ff, norm, placement, causal) for _ in range(n_layers)
         )
         self.norm_kind = norm
         # A Pre-LN stack's residual stream is never normalised inside the layers.
@@ -208,3 +227,49 @@ def ffn_gradient_norms(model: TinyEncoder) -> list[float]:
             raise ValueError("no gradient yet: call loss.backward() first")
         norms.append(grad.norm().item())
     return norms
+
+
+def first_layers(model: TinyEncoder, n_layers: int) -> TinyEncoder:
+    """The same encoder cut to its first ``n_layers`` layers: embedding, layers 1..n, head.
+
+    Nothing is copied: the result shares its weights with ``model``. At initialisation it
+    is distributed exactly like a freshly built ``n_layers``-layer encoder, so the stacks of
+    one deep initialisation compare depths on the same weights.
+    """
+    if not 1 <= n_layers <= len(model.layers):
+        raise ValueError(f"n_layers must be between 1 and {len(model.layers)}; got {n_layers}")
+    shallow = copy.copy(model)
+    shallow._modules = dict(model._modules)  # its own table of submodules, the same submodules
+    shallow.layers = nn.ModuleList(list(model.layers)[:n_layers])
+    return shallow
+
+
+def position_influence(model: TinyEncoder, tokens: Tensor, b: int = 0) -> Tensor:
+    """(T, T): how strongly each output position of sentence ``b`` depends on each input position.
+
+    Entry [t, t'] is ||d logits[b, t] / d x[b, t']||, the Frobenius norm of the Jacobian of
+    output position t (every class) with respect to the vector x[b, t'] that enters the
+    first layer (token embedding plus position). A model that respects a causal mask has
+    exact zeros above the diagonal (t' > t). ``tokens`` long (B, T); the model runs in the
+    mode it is in (training or evaluation), once, without a padding mask.
+    """
+    if tokens.dim() != 2:
+        raise ValueError(f"tokens must be (B, T); got shape {tuple(tokens.shape)}")
+    if not 0 <= b < tokens.shape[0]:
+        raise ValueError(f"b must pick one of the B = {tokens.shape[0]} sentences; got b = {b}")
+    captured = {}
+
+    def make_leaf(module, args, output):  # the embeddings become the input we differentiate by
+        captured["x"] = output.detach().requires_grad_(True)
+        return captured["x"]
+
+    handle = model.embed.register_forward_hook(make_leaf)
+    try:
+        logits = model(tokens)[b]  # (T, C): sentence b
+    finally:
+        handle.remove()
+    T, C = logits.shape
+    basis = torch.eye(T * C).view(T * C, T, C)  # one backward pass per output number
+    (jacobian,) = torch.autograd.grad(logits, captured["x"], basis, is_grads_batched=True)
+    jacobian = jacobian[:, b].reshape(T, C, T, -1)  # (T out, C, T in, D)
+    return jacobian.pow(2).sum(dim=(1, 3)).sqrt()  # (T, T)
