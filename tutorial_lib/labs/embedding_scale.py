@@ -4,8 +4,8 @@ Dimension letters as in :mod:`tutorial_lib.positional` (B, T, D, H, d_k, d_v).
 
 A tiny model learns to reverse its input, which it can do only by reading positions;
 the chapter varies the size of the token vectors against the positions'. Every set-up
-is trained on several seeds at once (:class:`.seed_ensemble.Ensemble`), so the chapter
-can state each outcome with its spread.
+is trained on several seeds at once (``tutorial_lib.labs.seed_ensemble.Ensemble``), so the
+chapter can state each outcome with its spread.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def reversal_experiment(
 
     Seed s fixes the initial draws and the training data, the same for every set-up; the
     test sequences are the same for all. Set-ups that share an architecture (the same
-    ``positions``) train together as one :class:`.Ensemble`. Returns one row per
+    ``positions``) train together as one ``Ensemble``. Returns one row per
     (set-up, seed): {"setup", "seed", "ratio" (token / position length at initialisation),
     "loss" (mean of the last 20 steps), "accuracy" (held-out, per token), "seconds"
     (training time per run), "model" (trained)}.

@@ -6,7 +6,8 @@ The chapter builds each idea in visible cells; what lives here is what it and
 ``make bench`` must share, so the book and the benchmark run the same code: the
 models, the toy tasks and the training of the experiment. Every claim rests on several
 seeds, so one variant's runs (every task and seed) train side by side as one batched
-:class:`.seed_ensemble.Ensemble`. Its figures are in :mod:`tutorial_lib.figures.positional`.
+``tutorial_lib.labs.seed_ensemble.Ensemble``. Its figures are in
+:mod:`tutorial_lib.figures.positional`.
 """
 
 from __future__ import annotations
@@ -200,7 +201,7 @@ def train_ensemble(
     run_seeds: tuple[int, ...] | None = None,
 ) -> list[dict[str, object]]:
     """Train one variant on sequences of length L for every (task, seed), all of them side by
-    side as one batched :class:`.Ensemble`, then measure each at every evaluation length.
+    side as one batched ``Ensemble``, then measure each at every evaluation length.
 
     Seed s fixes a member's initial weights and training data, the same for every variant
     (a fair comparison); the test sequences are the same for every variant and seed.
