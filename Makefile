@@ -12,12 +12,15 @@ PORT ?= 8000
 export OMP_NUM_THREADS ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup web book book-instructor serve test test-unit test-book lint bench clean
+.PHONY: help setup web book book-instructor notebooks notebooks-instructor serve test test-unit \
+	test-book test-seeds test-learner lint bench clean
 
 help:
 	@echo "make book   set up, then build the HTML book into $(HTML) (executes every notebook)"
 	@echo "make test   set up, then run the whole suite (unit, book build, built HTML, browser)"
 	@echo "make book-instructor  the same book with every solution shown, in $(INSTRUCTOR)"
+	@echo "make notebooks  after make book: refresh the learner notebooks in notebooks/ (commit them)"
+	@echo "make notebooks-instructor  after make book: notebooks with solutions, in $(INSTRUCTOR)/notebooks"
 	@echo "make serve  serve $(HTML) on http://127.0.0.1:$(PORT)"
 	@echo "make bench  build and explorer timings (see benchmarks/README.md)"
 
@@ -62,6 +65,15 @@ book-instructor: setup web
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
 	@echo "Instructor edition built. Open $(INSTRUCTOR)/_build/html/index.html"
 
+# Learner notebooks (what Colab, Binder, a hub and downloads open) from the last `make book`:
+# its execution cache gives the glued numbers, so nothing runs twice. Commit notebooks/.
+notebooks: setup
+	$(PY) book/_ext/learner_notebooks.py
+
+# With solutions, for instructors only: never committed (the repository is public).
+notebooks-instructor: setup
+	$(PY) book/_ext/learner_notebooks.py --edition instructor --out $(INSTRUCTOR)/notebooks
+
 serve:
 	@test -f $(HTML)/index.html || { echo "No book yet: run 'make book' first."; exit 1; }
 	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(HTML)
@@ -71,13 +83,36 @@ lint: setup
 	$(BIN)/ruff format --check tutorial_lib tests benchmarks book
 
 test-unit: setup
-	$(BIN)/pytest -q tests --ignore=tests/built
+	$(BIN)/pytest -q tests --ignore=tests/built --ignore=tests/learner
+
+# Every learner notebook, top to bottom, in a Colab-like kernel (minutes; its environment is cached).
+test-learner: setup
+	$(BIN)/pytest -q tests/learner
 
 # `make test` always builds the offline way: no npm is an error here, not a fallback.
 test-book: setup web
 	$(BIN)/jupyter-book build . -n -W --keep-going
 
-test: lint test-unit test-book
+# A claim that holds for one seed on one machine is an anecdote: rebuild the whole book with
+# other seeds and one thread, side by side, each into its own folder and execution cache
+# (book/_ext/seeded_cache.py); zero warnings and every assert must hold there too.
+SEEDS_CHECKED := 1 2
+test-seeds: setup web
+	@mkdir -p _build; pids=""; \
+	for s in $(SEEDS_CHECKED); do \
+	  rm -rf _build/seed$$s/_build/html _build/seed$$s/_build/.doctrees; \
+	  ( BOOK_SEED=$$s OMP_NUM_THREADS=1 $(BIN)/jupyter-book build . -n -W --keep-going \
+	      --path-output _build/seed$$s > _build/seed$$s.log 2>&1; echo $$? > _build/seed$$s.status ) & \
+	  pids="$$pids $$!"; \
+	done; wait $$pids; status=0; \
+	for s in $(SEEDS_CHECKED); do \
+	  if [ "$$(cat _build/seed$$s.status)" = 0 ]; then \
+	    echo "BOOK_SEED=$$s, one thread: built with zero warnings"; \
+	  else status=1; echo "BOOK_SEED=$$s, one thread: FAILED (see _build/seed$$s.log):"; \
+	    grep -E "WARNING|rror" _build/seed$$s.log | grep -v "over TCP" | head -40; fi; \
+	done; exit $$status
+
+test: lint test-unit test-book test-seeds test-learner
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
 	$(BIN)/pytest -q tests/built
 

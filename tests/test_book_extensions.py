@@ -9,7 +9,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 
 import editions  # noqa: E402
+import learner  # noqa: E402
 import offline_web  # noqa: E402
+import seeded_cache  # noqa: E402
 
 
 def fake_config(**values):
@@ -53,7 +55,9 @@ def test_editions_choose_whether_solutions_are_hidden(monkeypatch, edition, hidd
     monkeypatch.delenv("BOOK_JUPYTERHUB_URL", raising=False)
     config = fake_config()
     editions.choose_edition(None, config)
-    assert config.hide_solutions is hidden
+    assert editions.is_student_edition(config) is hidden
+    # sphinx-exercise must build every solution, or a gated one has no start to merge from.
+    assert config.hide_solutions is False
     assert "jupyterhub_url" not in config.html_theme_options["launch_buttons"]
 
 
@@ -84,3 +88,95 @@ def test_student_edition_removes_gated_solutions_too():
     document += solution
     assert editions.remove_solutions(document) == 1
     assert list(document.findall(solution_node)) == [] and kept.parent is document
+
+
+@pytest.mark.parametrize(
+    "seed, path",
+    [
+        ("", "_build/.jupyter_cache"),
+        ("0", "_build/.jupyter_cache"),
+        (" 2 ", "_build/.jupyter_cache-seed2"),
+    ],
+)
+def test_each_book_seed_has_its_own_execution_cache(seed, path):
+    assert seeded_cache.cache_path("_build/.jupyter_cache", seed) == path
+
+
+def test_a_bad_book_seed_stops_the_build():
+    with pytest.raises(ValueError, match="BOOK_SEED must be an integer"):
+        seeded_cache.cache_path("_build/.jupyter_cache", "one")
+
+
+class FakeConfig(dict):
+    """Sphinx's config answers both config["name"] and config.name."""
+
+    __getattr__ = dict.__getitem__
+
+
+def theme_buttons(monkeypatch, pagename="book/q1_heads"):
+    """A chapter page's header buttons, made by sphinx-book-theme's own functions."""
+    from sphinx_book_theme.header_buttons import add_header_buttons
+    from sphinx_book_theme.header_buttons.launch import add_launch_buttons
+
+    options = {
+        "path_to_docs": "",
+        "repository_url": "https://github.com/org/repo",
+        "repository_branch": "main",
+        "launch_buttons": {
+            "binderhub_url": "https://mybinder.org",
+            "colab_url": "https://colab.research.google.com",
+            "jupyterhub_url": "https://hub.school.example",
+            "notebook_interface": "jupyterlab",
+        },
+    }
+    env = SimpleNamespace(
+        doc2path=lambda name: f"/src/{name}.ipynb",
+        metadata={pagename: {"kernelspec": {"name": "python3"}}},
+        all_docs={pagename: 0},
+    )
+    app = SimpleNamespace(env=env, config=FakeConfig(html_theme_options=options))
+    app.config["html_theme_options"] = options
+    context = {
+        "pagename": pagename,
+        "header_buttons": [],
+        "sourcename": f"{pagename}.ipynb",
+        "page_source_suffix": ".ipynb",
+        "pathto": lambda target, resource=0: f"../{target}",
+        "github_url": "https://github.com",
+        "github_user": "org",
+        "github_repo": "repo",
+    }
+    add_launch_buttons(app, pagename, "page.html", context, object())
+    import sphinx_book_theme.header_buttons as header_buttons
+
+    monkeypatch.setattr(header_buttons, "get_theme_options_dict", lambda app: options)
+    add_header_buttons(app, pagename, "page.html", context, object())
+    return app, context
+
+
+def urls(context):
+    return [b.get("url") for g in context["header_buttons"] for b in g.get("buttons", [])]
+
+
+def test_launch_and_download_buttons_open_the_learner_notebook(monkeypatch):
+    app, context = theme_buttons(monkeypatch)
+    before = [u for u in urls(context) if u and "q1_heads" in u]
+    assert len(before) == 4 and all("book/q1_heads.ipynb" in u for u in before)
+    learner.point_buttons_at_learner_notebook(app, "book/q1_heads", "page.html", context, object())
+    after = {u.split("/")[2] if "://" in u else "download": u for u in urls(context) if u}
+    assert after["mybinder.org"].endswith("?urlpath=lab/tree/notebooks/q1_heads.ipynb")
+    assert after["colab.research.google.com"] == (
+        "https://colab.research.google.com/github/org/repo/blob/main/notebooks/q1_heads.ipynb"
+    )
+    assert "urlpath=lab/tree/repo/notebooks/q1_heads.ipynb" in after["hub.school.example"]
+    assert after["download"] == "../notebooks/q1_heads.ipynb"
+    assert not any("book/q1_heads" in u for u in after.values())
+    assert context["sourcename"] == ""  # Sphinx copies no MyST source into _sources
+
+
+def test_pages_that_are_not_notebooks_keep_their_buttons(monkeypatch):
+    app, context = theme_buttons(monkeypatch)
+    app.env.doc2path = lambda name: f"/src/{name}.md"
+    before = urls(context)
+    learner.point_buttons_at_learner_notebook(app, "book/q1_heads", "page.html", context, object())
+    assert urls(context) == before and context["sourcename"] == "book/q1_heads.ipynb"

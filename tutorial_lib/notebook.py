@@ -22,8 +22,9 @@ def glue(name: str, value: Any, display: bool = True) -> None:
 
     Without MyST-NB, show the value when ``display`` is true and otherwise do nothing.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"a glue name must be a non-empty string; got {name!r}")
+    # Any name a {glue:text}`name:format` role can quote (Q2 glues "tau_0.5_top").
+    if not isinstance(name, str) or not name or any(c in name for c in ":` \t\n"):
+        raise ValueError(f"a glue name must be non-empty, without ':', '`' or spaces; got {name!r}")
     try:
         from myst_nb import glue as myst_glue
     except ImportError:

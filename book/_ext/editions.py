@@ -3,6 +3,12 @@
 The student edition (the default, `make book`) leaves every exercise's solution out of
 the pages, gated solutions (whose code cells execute) included; the instructor edition
 (`make book-instructor`, which sets BOOK_EDITION=instructor) shows them.
+
+sphinx-exercise's own ``hide_solutions`` cannot do this: with it set, a ``{solution-start}``
+directive returns nothing, so nothing marks where a gated solution begins, its code cells
+stay on the page and the leftover ``{solution-end}`` node stops the HTML writer. So every
+solution is always built, and the student edition removes the finished solution nodes,
+gated or not, right after sphinx-exercise has merged the gated ones.
 BOOK_JUPYTERHUB_URL, when set, adds a JupyterHub launch button for that hub to every
 chapter. Sphinx keeps one environment per output folder, so the two editions build into
 different folders.
@@ -24,7 +30,8 @@ def choose_edition(app, config):
     edition = os.environ.get("BOOK_EDITION", "student")
     if edition not in EDITIONS:
         raise ValueError(f"BOOK_EDITION must be one of {EDITIONS}; got {edition!r}")
-    config.hide_solutions = edition == "student"
+    # Always build solutions (see the module docstring); RemoveGatedSolutions drops them.
+    config.hide_solutions = False
     config.html_context = {**config.html_context, "book_edition": edition}
     hub = os.environ.get("BOOK_JUPYTERHUB_URL", "").strip()
     if hub:
@@ -38,17 +45,20 @@ def choose_edition(app, config):
 class RemoveGatedSolutions(SphinxTransform):
     """Drop every solution from the student edition, the gated ones too.
 
-    sphinx-exercise's ``hide_solutions`` drops a ``{solution}`` directive, but a gated
-    solution (``{solution-start}`` ... ``{solution-end}``, whose code cells execute in the
-    build) is assembled later, by ``MergeGatedSolutions``, and would be shown. This runs
-    right after that merge and removes what it made.
+    A gated solution (``{solution-start}`` ... ``{solution-end}``, whose code cells execute
+    in the build) is assembled by ``MergeGatedSolutions``; this runs right after that merge
+    and removes every solution node, gated or plain.
     """
 
     default_priority = MergeGatedSolutions.default_priority + 1
 
     def apply(self):
-        if self.config.hide_solutions:
+        if is_student_edition(self.config):
             remove_solutions(self.document)
+
+
+def is_student_edition(config) -> bool:
+    return config.html_context.get("book_edition", "student") == "student"
 
 
 def remove_solutions(document) -> int:

@@ -131,20 +131,6 @@ def test_student_edition_hides_solutions_and_instructor_edition_shows_them(page)
     assert instructor.count('class="solution') == n_exercises
 
 
-@pytest.mark.parametrize("page", CHAPTERS, ids=str)
-def test_launch_buttons_point_to_this_repository_and_notebook(page):
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    repo = config["repository"]["url"].removeprefix("https://github.com/")
-    branch = config["repository"]["branch"]
-    notebook = page.with_suffix(".ipynb").as_posix()
-    assert (ROOT / notebook).is_file()
-    text = (HTML / page).read_text()
-    assert f'href="https://mybinder.org/v2/gh/{repo}/{branch}?urlpath=lab/tree/{notebook}"' in text
-    colab = f'href="https://colab.research.google.com/github/{repo}/blob/{branch}/{notebook}"'
-    assert colab in text
-    assert f'href="../_sources/{notebook}"' in text  # download the notebook itself
-
-
 @pytest.mark.parametrize("page", PAGES, ids=str)
 def test_no_unrendered_directives(page):
     """Directive text in a page means a parser read it as prose (e.g. autodoc output in MyST)."""

@@ -124,3 +124,35 @@ def test_keep_figure_passes_the_previous_figure_uncleared():
     seen.clear()
     Explorer(draw, {"n": [1, 2, 3]}).frames()
     assert seen == [0, 0, 0]
+
+
+def test_without_ipywidgets_the_frames_say_why(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import ipywidgets now fails
+    bundle = Explorer(html_frame, {"n": [1, 2], "word": ["a"]}, kind="html")._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
+    assert "Live controls are off: ipywidgets is not installed" in bundle["text/html"]
+    assert static_frames(bundle["text/html"]) == {"0-0": "<p>a x 1</p>", "1-0": "<p>a x 2</p>"}
+
+
+def test_with_live_controls_the_frames_say_where_they_come_alive():
+    bundle = Explorer(html_frame, {"n": [1, 2], "word": ["a"]}, kind="html")._repr_mimebundle_()
+    assert "Live controls are off" not in bundle["text/html"]
+    assert "the controls redraw live" in bundle["text/html"]
+
+
+def test_an_ipywidgets_7_box_is_shown_through_its_view_spec():
+    from tutorial_lib.widgets import _widget_view
+
+    class Box7:  # ipywidgets 7 has no _repr_mimebundle_; it displays this view itself
+        def get_view_spec(self):
+            return {"version_major": 2, "version_minor": 0, "model_id": "abc"}
+
+    assert _widget_view(Box7()) == {
+        "application/vnd.jupyter.widget-view+json": {
+            "version_major": 2,
+            "version_minor": 0,
+            "model_id": "abc",
+        }
+    }

@@ -1,17 +1,27 @@
 """Self-checks learners call on their own implementations: compare, then explain.
 
-A check runs the learner's function on small inputs chosen so that the common
-mistakes give visibly different answers, compares the result with the book's
-reference, and, when they differ, computes what each known mistake would have
-returned to name the one that was made. It raises ``AssertionError`` with that
-feedback, or returns quietly. The feedback engine is in :mod:`.engine`; one module
+A check runs the learner's function on several small configurations chosen so that the
+common mistakes give visibly different answers, compares the result with the book's
+reference, and, when they differ, computes what each known mistake would have returned
+to name the one that was made and say how to fix it. It raises ``AssertionError`` with
+that feedback, or returns quietly. The feedback engine is in :mod:`.engine`; one module
 per concept holds the checks.
 
 Introduced in chapter Q2 ("Why are the scores divided by sqrt(d_k)?").
 """
 
-from .attention import attention_check_inputs, check_attention, check_causal_mask, check_multihead
-from .engine import Mistake, call_learner, compare_and_explain, expect_shape, fail, same
+from .attention import attention_check_inputs, check_attention
+from .engine import (
+    Mistake,
+    call_learner,
+    compare_and_explain,
+    expect_shape,
+    expect_tensor,
+    fail,
+    same,
+)
+from .masks import check_causal_mask
+from .multihead import check_multihead
 from .norms import check_layer_norm
 from .positional import check_rope, check_sinusoidal_encoding
 
@@ -27,6 +37,7 @@ __all__ = [
     "call_learner",
     "compare_and_explain",
     "expect_shape",
+    "expect_tensor",
     "fail",
     "same",
 ]

@@ -1,6 +1,6 @@
-"""Self-checks for attention (chapter Q2), causal masks (Q1, Q5) and multi-head attention (Q1).
+"""Self-check for a learner's scaled dot-product attention (chapter Q2).
 
-Dimension letters: B batch, H heads, T sequence length (T_q, T_k), d_k, d_v per-head widths.
+Dimension letters: B batch, H heads, T_q queries, T_k keys and values, d_k and d_v widths.
 Mask convention: boolean, True = may attend.
 """
 
@@ -13,157 +13,183 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..attention import attention_scores, masked_softmax, scaled_dot_product_attention
-from .engine import Mistake, call_learner, compare_and_explain, expect_shape, fail, same
+from ..attention import attention_scores, causal_mask, masked_softmax, scaled_dot_product_attention
+from .engine import Mistake, call_learner, compare_and_explain, describe, expect_tensor, fail, same
 
-__all__ = ["attention_check_inputs", "check_attention", "check_causal_mask", "check_multihead"]
+__all__ = ["attention_check_inputs", "check_attention"]
+
+# Sizes the check tries: no two of T_q, T_k, d_k, d_v equal, so every axis mix-up shows;
+# 4-D inputs with heads and 3-D inputs without; a random, a padding and a causal mask.
+CONFIGS = (
+    {"lead": (2, 2), "T_q": 3, "T_k": 5, "d_k": 16, "d_v": 6, "mask": "random"},
+    {"lead": (1, 3), "T_q": 4, "T_k": 2, "d_k": 9, "d_v": 5, "mask": "padding"},
+    {"lead": (3,), "T_q": 4, "T_k": 4, "d_k": 8, "d_v": 3, "mask": "causal"},
+)
 
 
-B, H, T_Q, T_K, D_K, D_V = 2, 2, 3, 5, 16, 6
+def attention_check_inputs(seed: int = 0, config: int = 0) -> dict[str, Tensor]:
+    """The inputs :func:`check_attention` tries: q, k, v and a mask, for one of its configs.
 
-
-def attention_check_inputs(seed: int = 0) -> dict[str, Tensor]:
-    """The inputs :func:`check_attention` uses: q, k, v and a mask.
-
-    q (B, H, T_q, d_k) = (2, 2, 3, 16), k (2, 2, 5, 16), v (2, 2, 5, 6), so that no
-    two of T_q, T_k, d_k, d_v are equal and every axis mix-up shows in a shape.
-    Entries are N(0, 1): scaled by 1/sqrt(d_k) the scores have standard
-    deviation 1, by 1 it is 4 and by 1/d_k it is 1/4, so softmax is far from
-    one-hot and the three scalings give clearly different weights. The mask
-    (B, 1, T_q, T_k) lets every query see at least one key and blocks at least
-    one, and so does its opposite, so a flipped convention gives finite,
-    recognisable weights.
+    Config 0: q (B, H, T_q, d_k) = (2, 2, 3, 16), k (2, 2, 5, 16), v (2, 2, 5, 6). Entries
+    are N(0, 1): scaled by 1/sqrt(d_k) the scores have standard deviation 1, by 1 it is
+    sqrt(d_k) and by 1/d_k it is 1/sqrt(d_k), so softmax is far from one-hot and the
+    scalings give clearly different weights. Every mask lets every query see at least one
+    key and blocks at least one, and so does its opposite, so a flipped convention gives
+    finite, recognisable weights.
     """
-    generator = torch.Generator().manual_seed(seed)
-    q = torch.randn(B, H, T_Q, D_K, generator=generator)
-    k = torch.randn(B, H, T_K, D_K, generator=generator)
-    v = torch.randn(B, H, T_K, D_V, generator=generator)
-    mask = torch.rand(B, 1, T_Q, T_K, generator=generator) < 0.5
-    # Force one allowed and one blocked key per row, at different places.
-    rows = torch.arange(T_Q)
-    mask[..., rows, rows] = True
-    mask[..., rows, (rows + 2) % T_K] = False
+    c = CONFIGS[config]
+    generator = torch.Generator().manual_seed(seed + 101 * config)
+    lead, T_q, T_k = c["lead"], c["T_q"], c["T_k"]
+    q = torch.randn(*lead, T_q, c["d_k"], generator=generator)
+    k = torch.randn(*lead, T_k, c["d_k"], generator=generator)
+    v = torch.randn(*lead, T_k, c["d_v"], generator=generator)
+    rows = torch.arange(T_q)
+    if c["mask"] == "random":
+        mask = torch.rand(lead[0], 1, T_q, T_k, generator=generator) < 0.5  # (B, 1, T_q, T_k)
+        mask[..., rows, rows] = True  # one allowed and one blocked key per row
+        mask[..., rows, (rows + 2) % T_k] = False
+    elif c["mask"] == "padding":
+        lengths = torch.tensor([T_k - 1] * lead[0])  # the last key of every row is padding
+        mask = (torch.arange(T_k) < lengths[:, None])[:, None, None, :]  # (B, 1, 1, T_k)
+    else:
+        mask = causal_mask(T_q, T_k)  # (T_q, T_k), shared by the batch
     return {"q": q, "k": k, "v": v, "mask": mask}
 
 
-def _attention_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> list[Mistake]:
-    """What common wrong implementations return: weights (B, H, T_q, T_k) for each."""
-    d_k, d_v = q.shape[-1], v.shape[-1]
+def _mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> list[Mistake]:
+    """What common wrong implementations return for the weights (..., T_q, T_k)."""
+    d_k, d_v, T_k = q.shape[-1], v.shape[-1], k.shape[-2]
     root = math.sqrt(d_k)
-    mistakes = [
-        Mistake(
+    scaled = [
+        (
             "missing scaling",
-            f"softmax(q kᵀ) without a scale. Multiply the scores by 1/√d_k (here d_k = {d_k}, "
-            f"so by {1 / root:g}) before the softmax.",
-            masked_softmax(attention_scores(q, k, 1.0), mask),
+            1.0,
+            f"softmax(q kᵀ) without a scale. Multiply the scores by "
+            f"1/√d_k (here d_k = {d_k}, so by {1 / root:.3g}) before the softmax.",
         ),
-        Mistake(
+        (
             "wrong scale 1/d_k",
-            f"the scores were divided by d_k = {d_k}. Divide by √d_k = {root:g} instead; "
-            "1/d_k makes the weights flatter than the paper's.",
-            masked_softmax(attention_scores(q, k, 1.0 / d_k), mask),
+            1.0 / d_k,
+            f"the scores were divided by d_k = {d_k}. Divide by "
+            f"√d_k = {root:.3g} instead; 1/d_k makes the weights flatter than the paper's.",
         ),
-        Mistake(
+        (
             "scale multiplied instead of divided",
-            f"the scores were multiplied by √d_k = {root:g}. Divide by it.",
-            masked_softmax(attention_scores(q, k, root), mask),
+            root,
+            f"the scores were multiplied by √d_k = {root:.3g}. Divide by it.",
         ),
-        Mistake(
+        (
             "wrong scale 1/√d_v",
-            f"the scores were divided by √d_v = {math.sqrt(d_v):.3g}; the scale comes from "
-            f"the width of q and k, d_k = {d_k}: divide by √d_k = {root:g}.",
-            masked_softmax(attention_scores(q, k, 1.0 / math.sqrt(d_v)), mask),
+            1.0 / math.sqrt(d_v),
+            f"the scores were divided by √d_v = "
+            f"{math.sqrt(d_v):.3g}; the scale comes from the width of q and k: divide by √d_k.",
+        ),
+        (
+            "wrong scale 1/√T_k",
+            1.0 / math.sqrt(T_k),
+            f"the scores were divided by √T_k = "
+            f"{math.sqrt(T_k):.3g}, the square root of the number of keys; the scale is "
+            f"1/√d_k, from the width of q and k (d_k = {d_k}), whatever the sequence length.",
         ),
     ]
-    scores = attention_scores(q, k)  # (B, H, T_q, T_k)
+    mistakes = [
+        Mistake(n, e, masked_softmax(attention_scores(q, k, s), mask)) for n, s, e in scaled
+    ]
+    scores = attention_scores(q, k)  # (..., T_q, T_k)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    axis_names = {0: "the batch B", 1: "the heads H", -2: "the queries T_q"}
-    for dim, axis in axis_names.items():
+    axes = {0: "the batch B", -2: "the queries T_q"}
+    if q.dim() == 4:
+        axes[1] = "the heads H"
+    for dim, axis in axes.items():
         mistakes.append(
             Mistake(
                 f"softmax over the wrong axis (dim={dim})",
-                f"softmax ran over {axis} (dim={dim} of (B, H, T_q, T_k)). Each query "
-                "spreads its weight over the keys: use softmax(dim=-1).",
+                f"softmax ran over {axis}. Each query spreads its weight over the keys: "
+                "use softmax(dim=-1).",
                 torch.softmax(scores, dim=dim),
             )
         )
-    if mask is not None:
-        unmasked = attention_scores(q, k)
-        mistakes += [
-            Mistake(
-                "mask ignored",
-                "the weights are the same as with no mask. Set the scores of blocked keys "
-                "(mask False) to -inf before the softmax, e.g. "
-                "scores.masked_fill(~mask, float('-inf')).",
-                torch.softmax(unmasked, dim=-1),
-            ),
-            Mistake(
-                "flipped mask convention",
-                "keys were blocked where the mask is True. In this book (and in "
-                "torch.nn.functional.scaled_dot_product_attention) True means *may attend*: "
-                "block where the mask is False, e.g. scores.masked_fill(~mask, float('-inf')).",
-                masked_softmax(unmasked, ~mask),
-            ),
-            Mistake(
-                "mask filled with 0",
-                "blocked scores were set to 0, which still leaves them weight after the "
-                "softmax. Set them to -inf (or a very negative number).",
-                torch.softmax(unmasked.masked_fill(~mask, 0.0), dim=-1),
-            ),
-            Mistake(
-                "mask applied after the softmax",
-                "the weights were zeroed after the softmax, so the rest no longer sum to 1. "
-                "Block the scores before the softmax instead.",
-                torch.softmax(unmasked, dim=-1) * mask,
-            ),
-        ]
-    return mistakes
+    if mask is None:
+        return mistakes
+    unmasked = attention_scores(q, k)
+    return mistakes + [
+        Mistake(
+            "mask ignored",
+            "the weights are the same as with no mask. Set the scores of blocked keys (mask "
+            "False) to -inf before the softmax: scores.masked_fill(~mask, float('-inf')).",
+            torch.softmax(unmasked, dim=-1),
+        ),
+        Mistake(
+            "flipped mask convention",
+            "keys were blocked where the mask is True. In this book (and in "
+            "torch.nn.functional.scaled_dot_product_attention) True means *may attend*: "
+            "block where the mask is False, scores.masked_fill(~mask, float('-inf')).",
+            masked_softmax(unmasked, ~mask),
+        ),
+        Mistake(
+            "mask filled with 0",
+            "blocked scores were set to 0, which still leaves them weight after the softmax. "
+            "Set them to -inf (or a very negative number).",
+            torch.softmax(unmasked.masked_fill(~mask, 0.0), dim=-1),
+        ),
+        Mistake(
+            "mask added to the scores",
+            "the boolean mask was added to the scores as 0s and 1s. A boolean mask selects: "
+            "scores.masked_fill(~mask, float('-inf')); adding only works for an additive mask "
+            "of 0 and -inf.",
+            torch.softmax(unmasked + mask, dim=-1),
+        ),
+        Mistake(
+            "mask applied after the softmax",
+            "the weights were zeroed after the softmax, so the rest no longer sum to 1. Block "
+            "the scores before the softmax instead.",
+            torch.softmax(unmasked, dim=-1) * mask,
+        ),
+    ]
 
 
-def _diagnose_weights(check: str, weights: Tensor, mask: Tensor | None) -> None:
-    """General findings about wrong weights (B, H, T_q, T_k) that match no single mistake."""
-    if not torch.isfinite(weights).all():
-        fail(
-            check,
-            "your weights contain NaN or inf. A softmax over a row where every score is "
-            "-inf gives NaN: is the mask blocking every key of some query?",
-        )
+def _diagnose_weights(check: str, weights: Tensor, mask: Tensor | None, where: str) -> None:
+    """General findings about wrong weights (..., T_q, T_k) that match no single mistake."""
     if mask is not None and (weights.masked_select(~mask.expand_as(weights)) != 0).any():
         fail(
             check,
-            "your weights give weight to keys the mask blocks (mask False = may not attend). "
-            "Set those scores to -inf before the softmax.",
+            f"your weights{where} give weight to keys the mask blocks (mask False = may not "
+            "attend). Set those scores to -inf before the softmax.",
         )
-    if same(weights.sum(-1), torch.ones(weights.shape[:-1])):
+    sums = weights.sum(-1)
+    if same(sums, torch.ones_like(sums)):
         return
-    for dim, axis in ((-2, "the queries T_q"), (1, "the heads H"), (0, "the batch B")):
-        sums = weights.sum(dim)
-        if same(sums, torch.ones_like(sums)):
+    axes = {-2: "the queries T_q", 0: "the batch B"}
+    if weights.dim() == 4:
+        axes[1] = "the heads H"
+    for dim, axis in axes.items():
+        other = weights.sum(dim)
+        if same(other, torch.ones_like(other)):
             fail(
                 check,
-                f"your weights sum to 1 over {axis} (dim={dim}), not over the keys. "
+                f"your weights{where} sum to 1 over {axis} (dim={dim}), not over the keys. "
                 "Softmax belongs on the last axis, T_k: use softmax(dim=-1).",
             )
-    sums = weights.sum(-1)
     fail(
         check,
-        "each query's weights should sum to 1 over the keys; yours sum to between "
-        f"{sums.min().item():.3g} and {sums.max().item():.3g}. Is something applied after "
-        "the softmax?",
+        f"each query's weights{where} should sum to 1 over the keys; yours sum to between "
+        f"{sums.min().item():.3g} and {sums.max().item():.3g}. Is something applied after the "
+        "softmax?",
     )
 
 
-def _check_result(check: str, result: Any, call: str, inputs: dict[str, Tensor]) -> tuple:
-    q, k, v = inputs["q"], inputs["k"], inputs["v"]
+def _split_result(check: str, result: Any, call: str, q: Tensor, k: Tensor, v: Tensor) -> tuple:
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         kind = type(result).__name__
         if isinstance(result, (tuple, list)):
             kind = f"a {kind} of {len(result)} items"
         fail(check, f"{call} should return two tensors, (output, weights); it returned {kind}")
     output, weights = result
-    B_, H_, T_q, T_k, d_v = q.shape[0], q.shape[1], q.shape[2], k.shape[2], v.shape[-1]
-    out_shape, w_shape = (B_, H_, T_q, d_v), (B_, H_, T_q, T_k)
+    lead = tuple(q.shape[:-2])
+    letters = "(B, H, " if q.dim() == 4 else "(B, "
+    out_shape = (*lead, q.shape[-2], v.shape[-1])
+    w_shape = (*lead, q.shape[-2], k.shape[-2])
     if (
         isinstance(output, Tensor)
         and isinstance(weights, Tensor)
@@ -171,165 +197,71 @@ def _check_result(check: str, result: Any, call: str, inputs: dict[str, Tensor])
         and tuple(weights.shape) == out_shape
     ):
         fail(check, f"{call} returned (weights, output); return (output, weights) in that order")
-    expect_shape(check, weights, w_shape, "the weights (second result)", "(B, H, T_q, T_k)")
-    expect_shape(check, output, out_shape, "the output (first result)", "(B, H, T_q, d_v)")
-    return output.detach(), weights.detach()
+    weights = expect_tensor(
+        check, weights, "the weights (second result)", letters + "T_q, T_k)", w_shape
+    )
+    output = expect_tensor(
+        check, output, "the output (first result)", letters + "T_q, d_v)", out_shape
+    )
+    return output, weights
 
 
 def check_attention(fn: Callable[..., tuple[Tensor, Tensor]]) -> None:
     """Check a learner's ``fn(q, k, v, mask=None) -> (output, weights)``; feedback on failure.
 
-    ``fn`` takes q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) and a
-    boolean mask broadcastable to (..., T_q, T_k), True = may attend, like
-    :func:`tutorial_lib.attention.scaled_dot_product_attention`. It is called
-    twice, without and with a mask, on the inputs of
-    :func:`attention_check_inputs`. Raises AssertionError naming what is wrong
-    (missing or wrong scaling, softmax over the wrong axis, mask ignored or
-    flipped, wrong shapes, ...); returns None when everything matches.
+    ``fn`` takes q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) and a boolean
+    mask broadcastable to (..., T_q, T_k), True = may attend, like
+    :func:`tutorial_lib.attention.scaled_dot_product_attention`. It is called without and
+    with a mask on three configurations (4-D with heads and 3-D without; random, padding
+    and causal masks; T_q, T_k, d_k, d_v all different). Raises AssertionError naming what
+    is wrong (missing or wrong scaling, softmax over the wrong axis, mask ignored, flipped,
+    added or applied late, results swapped, wrong shapes, ...); returns None when
+    everything matches.
     """
     check = "check_attention"
-    inputs = attention_check_inputs()
-    q, k, v, mask = inputs["q"], inputs["k"], inputs["v"], inputs["mask"]
     reference = "softmax(q kᵀ / √d_k)"
-
-    for this_mask, call in ((None, "fn(q, k, v)"), (mask, "fn(q, k, v, mask=mask)")):
-        kwargs = {} if this_mask is None else {"mask": this_mask}
-        result = call_learner(check, fn, q, k, v, call=call, names=("q", "k", "v"), **kwargs)
-        output, weights = _check_result(check, result, call, inputs)
-        expected_output, expected_weights = scaled_dot_product_attention(q, k, v, mask=this_mask)
-        where = "" if this_mask is None else " with a mask"
-        compare_and_explain(
-            check,
-            f"your weights{where}",
-            weights,
-            expected_weights,
-            _attention_mistakes(q, k, v, this_mask),
-            reference,
-            diagnose=lambda w, m=this_mask: _diagnose_weights(check, w, m),
+    for index, c in enumerate(CONFIGS):
+        inputs = attention_check_inputs(config=index)
+        q, k, v, mask = inputs["q"], inputs["k"], inputs["v"], inputs["mask"]
+        sizes = describe(
+            **({"B": c["lead"][0]} | ({"H": c["lead"][1]} if len(c["lead"]) > 1 else {})),
+            T_q=c["T_q"],
+            T_k=c["T_k"],
+            d_k=c["d_k"],
+            d_v=c["d_v"],
         )
-        if not same(output, expected_output):
-            difference = (output.to(expected_output.dtype) - expected_output).abs().max().item()
+        for this_mask, call in ((None, "fn(q, k, v)"), (mask, "fn(q, k, v, mask=mask)")):
+            kwargs = {} if this_mask is None else {"mask": this_mask}
+            result = call_learner(check, fn, q, k, v, call=call, names=("q", "k", "v"), **kwargs)
+            output, weights = _split_result(check, result, call, q, k, v)
+            expected_output, expected_weights = scaled_dot_product_attention(
+                q, k, v, mask=this_mask
+            )
+            config = sizes + ("" if this_mask is None else f", a {c['mask']} mask")
+            compare_and_explain(
+                check,
+                "your weights",
+                weights,
+                expected_weights,
+                _mistakes(q, k, v, this_mask),
+                reference,
+                diagnose=lambda w, m=this_mask, s=config: _diagnose_weights(
+                    check, w, m, f" (for {s})"
+                ),
+                config=config,
+            )
+            if same(output, expected_output):
+                continue
+            if q.shape[-2] == k.shape[-2] and same(output, weights.transpose(-2, -1) @ v):
+                fail(
+                    check,
+                    f"your output (for {config}) is weightsᵀ @ v: use weights @ v, "
+                    "(..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v).",
+                )
+            difference = (output.to(torch.float64) - expected_output.to(torch.float64)).abs().max()
             fail(
                 check,
-                f"your weights{where} are right, but the output differs from weights @ v by up "
-                f"to {difference:.3g}. The output is weights @ v: (B, H, T_q, T_k) @ "
-                "(B, H, T_k, d_v) -> (B, H, T_q, d_v).",
+                f"your weights (for {config}) are right, but the output differs from weights @ v "
+                f"by up to {difference.item():.3g}. The output is weights @ v: (..., T_q, T_k) @ "
+                "(..., T_k, d_v) -> (..., T_q, d_v).",
             )
-
-
-def check_causal_mask(fn: Callable[[int], Tensor]) -> None:
-    """Check a learner's ``fn(T) -> (T, T)`` boolean causal mask, True = may attend.
-
-    Position i may attend to keys j <= i. Catches a mask that lets the past see
-    the future, the flipped convention, a mask that hides the diagonal, and
-    non-boolean masks.
-    """
-    check = "check_causal_mask"
-    T = 5
-    mask = call_learner(check, fn, T, call=f"fn({T})", names=("T",))
-    expect_shape(check, mask, (T, T), f"fn({T})", "(T, T)")
-    if mask.dtype != torch.bool:
-        fail(check, f"the mask should be boolean (True = may attend); got dtype {mask.dtype}")
-    expected = torch.ones(T, T, dtype=torch.bool).tril()
-    if torch.equal(mask, expected):
-        return
-    future = (mask & ~expected).nonzero().tolist()
-    if torch.equal(mask, ~expected):
-        fail(
-            check,
-            "your mask is True where a query must NOT look: in this book True means "
-            "*may attend*, so row i is True for j <= i (use .tril(), not .triu(1)).",
-        )
-    if torch.equal(mask, expected.tril(-1)):
-        fail(
-            check,
-            "your mask hides the diagonal: position i may attend to itself (j = i), "
-            "so use .tril() (diagonal=0), not .tril(-1).",
-        )
-    if future:
-        i, j = future[0]
-        fail(
-            check,
-            f"the future leaks: query {i} may attend to key {j} > {i}. Row i must be "
-            "False for every j > i.",
-        )
-    i, j = (expected & ~mask).nonzero().tolist()[0]
-    fail(check, f"query {i} may not attend to key {j} <= {i}, which it should.")
-
-
-# -- multi-head shapes (chapter Q1) ------------------------------------------------------
-
-
-def check_multihead(fn: Callable[..., Tensor]) -> None:
-    """Check ``fn(x, w_q, w_k, w_v, w_o, n_head) -> (B, T, D)``, multi-head self-attention.
-
-    x is (B, T, D); the four weights are (D, D) matrices used as ``x @ w``; head h
-    uses columns h*d_k ... (h+1)*d_k - 1 with d_k = D / n_head; no residual and no
-    LayerNorm (chapter Q1's exercise). Catches a single head over all of D, the
-    scale 1/sqrt(D) instead of 1/sqrt(d_k), heads split along the wrong axis, and
-    a missing output projection.
-    """
-    check = "check_multihead"
-    g = torch.Generator().manual_seed(1)
-    Bn, T, D, Hn = 2, 4, 12, 3
-    x = torch.randn(Bn, T, D, generator=g)
-    w_q, w_k, w_v, w_o = (torch.randn(D, D, generator=g) / math.sqrt(D) for _ in range(4))
-    out = call_learner(
-        check,
-        fn,
-        x,
-        w_q,
-        w_k,
-        w_v,
-        w_o,
-        Hn,
-        call="fn(x, w_q, w_k, w_v, w_o, n_head)",
-        names=("x", "w_q", "w_k", "w_v", "w_o", "n_head"),
-    )
-    expect_shape(check, out, (Bn, T, D), "the output", "(B, T, D)")
-    d_k = D // Hn
-
-    def heads(t):  # (B, T, D) -> (B, H, T, d_k)
-        return t.view(Bn, T, Hn, d_k).transpose(1, 2)
-
-    def run(q, k, v, scale):
-        o, _ = scaled_dot_product_attention(q, k, v, scale=scale)
-        return o
-
-    q, k, v = x @ w_q, x @ w_k, x @ w_v  # (B, T, D)
-    concat = run(heads(q), heads(k), heads(v), None).transpose(1, 2).reshape(Bn, T, D)
-    expected = concat @ w_o
-
-    def wrong_split(t):  # the last axis read as (d_k, H) instead of (H, d_k)
-        return t.view(Bn, T, d_k, Hn).permute(0, 3, 1, 2)
-
-    wrong = run(wrong_split(q), wrong_split(k), wrong_split(v), None)
-    mistakes = [
-        Mistake(
-            "one head over all of D",
-            f"this is single-head attention of width D = {D}. Split q, k and v into "
-            f"n_head = {Hn} slices of d_k = {d_k} columns and attend in each slice.",
-            run(q, k, v, 1 / math.sqrt(D)) @ w_o,
-        ),
-        Mistake(
-            "scale 1/sqrt(D)",
-            f"each head's scores were divided by sqrt(D) = {math.sqrt(D):.3g}; a head has "
-            f"width d_k = {d_k}, so divide by sqrt(d_k) = {math.sqrt(d_k):.3g}.",
-            run(heads(q), heads(k), heads(v), 1 / math.sqrt(D)).transpose(1, 2).reshape(Bn, T, D)
-            @ w_o,
-        ),
-        Mistake(
-            "heads split along the wrong axis",
-            "head h must use the contiguous columns h*d_k ... (h+1)*d_k - 1 (a view as "
-            "(B, T, H, d_k)), not every n_head-th column.",
-            wrong.transpose(1, 2).reshape(Bn, T, D) @ w_o,
-        ),
-        Mistake(
-            "missing output projection",
-            "the heads were concatenated but not mixed: multiply the concatenation by w_o.",
-            concat,
-        ),
-    ]
-    compare_and_explain(
-        check, "your output", out.detach(), expected, mistakes, "concat(head_1, ..., head_H) @ w_o"
-    )

@@ -159,8 +159,11 @@ class Explorer:
             return frame
         return "data:image/png;base64," + base64.b64encode(frame).decode("ascii")
 
-    def static_html(self) -> str:
-        """Self-contained HTML: plain controls over every pre-rendered frame."""
+    def static_html(self, why: str | None = None) -> str:
+        """Self-contained HTML: plain controls over every pre-rendered frame.
+
+        ``why``, when given, says why a live kernel shows these frames instead of controls.
+        """
         uid = "explorer-" + uuid.uuid4().hex[:10]
         frames = {
             "-".join(map(str, key)): self._frame_source(frame)
@@ -201,8 +204,14 @@ class Explorer:
         title = f'<div class="explorer-title"><strong>{html.escape(self.title)}</strong></div>'
         note = (
             '<div class="explorer-note" style="font-size:0.8em;opacity:0.75">'
-            f"{self.n_frames} frames drawn when the book was built; run the notebook "
-            "to redraw live.</div>"
+            + (
+                f"{self.n_frames} frames drawn in advance. Live controls are off: "
+                f"{html.escape(why)}."
+                if why
+                else f"{self.n_frames} frames drawn in advance; where the notebook runs with "
+                "ipywidgets (Jupyter, Colab, VS Code) the controls redraw live."
+            )
+            + "</div>"
         )
         script = _STATIC_SCRIPT % {
             "uid": uid,
@@ -264,17 +273,25 @@ class Explorer:
         return box
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {
-            "text/plain": f"<Explorer over {', '.join(self.grid)}: {self.n_frames} frames>",
-            "text/html": self.static_html(),
-        }
         try:
-            live = self.widget()._repr_mimebundle_()
-        except Exception:  # no ipywidgets, or no kernel to talk to: the static face still works
-            live = None
-        if live:
-            bundle.update({k: v for k, v in live.items() if k != "text/plain"})
-        return bundle
+            live, why = _widget_view(self.widget()), None
+        except ImportError:
+            live, why = {}, "ipywidgets is not installed (pip install ipywidgets)"
+        except Exception as error:  # never silently: the frames say why they are there
+            live, why = {}, f"ipywidgets failed ({type(error).__name__}: {error})"
+        return {
+            "text/plain": f"<Explorer over {', '.join(self.grid)}: {self.n_frames} frames>",
+            "text/html": self.static_html(why),
+            **live,
+        }
+
+
+def _widget_view(box) -> dict:
+    """The front-end's view of a widget, from ipywidgets 8 or 7 (Colab's default) alike."""
+    if hasattr(box, "_repr_mimebundle_"):  # ipywidgets 8
+        return {k: v for k, v in box._repr_mimebundle_().items() if k != "text/plain"}
+    # ipywidgets 7 displays itself through _ipython_display_, which sends this same view.
+    return {"application/vnd.jupyter.widget-view+json": box.get_view_spec()}
 
 
 _STATIC_SCRIPT = """<script>

@@ -1,0 +1,590 @@
+"""Learner notebooks: each chapter as a plain notebook for Colab, Binder, a hub or a download.
+
+A chapter's source is a MyST notebook: its prose quotes computed values with
+``{glue:text}``, links the glossary with ``{term}``, cites with ``{footcite:p}``, and
+keeps exercises and solutions in ``{exercise}`` / ``{solution}`` directives. Jupyter,
+Colab and VS Code show all of that as raw text. This module writes the same chapter as
+a notebook they read well:
+
+* glued values are replaced by the values the book build computed (its execution cache,
+  ``_build/.jupyter_cache``, read with MyST-NB's own glue code, so the numbers and their
+  formatting are the book's);
+* ``{term}``, ``{ref}``, ``{doc}`` become links to the published book (``html_baseurl``),
+  resolved through the built book's ``objects.inv``, so an anchor exists whenever the
+  book's does; citations become author-year links to the bibliography page, and
+  ``{footbibliography}`` a list of the chapter's references;
+* admonitions become block quotes with a bold title, exercises a heading and their text;
+* the student edition drops every solution and leaves an empty cell after each exercise;
+  the instructor edition keeps solutions, their prose as Markdown and their code as cells.
+
+Code cells are copied unchanged, without outputs. Anything MyST that this module does not
+know stops it with an error naming the chapter, so no raw syntax reaches a learner.
+
+``make notebooks`` runs this file to refresh the committed student notebooks in
+``notebooks/``; the Sphinx extension ``learner`` writes both editions into the built site.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import yaml
+
+EDITIONS = ("student", "instructor")
+FORMAT_VERSION = 1
+# The empty cell a student notebook leaves after each exercise.
+ANSWER_CELL = "# Your answer to the exercise above"
+
+ROLE = re.compile(r"\{(?P<name>[a-z]+(?::[a-z]+)?)\}`(?P<content>[^`]+)`")
+COLON_FENCE = re.compile(r"^(?P<fence>:{3,})\{(?P<name>[\w-]+)\}\s*(?P<argument>.*)$")
+BACKTICK_DIRECTIVE = re.compile(r"^(?P<fence>`{3,})\{(?P<name>[\w-]+)\}\s*(?P<argument>.*)$")
+BACKTICK_FENCE = re.compile(r"^(?P<fence>`{3,})")
+OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
+TARGET = re.compile(r"^\((?P<label>[^)\s]+)\)=\s*$")
+EXPLICIT_TARGET = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+# What must never reach a learner: MyST roles, colon fences, directive fences, targets.
+RAW_MYST = re.compile(
+    r"\{[a-z]+(?::[a-z]+)?\}`|^\s*:{3,}|^\s*`{3,}\{|^\([\w-]+\)=\s*$|\{glue|\{term\}"
+    r"|\{footcite|\{solution|\{exercise|\{ref\}|\{doc\}|\{numref\}",
+    re.M,
+)
+
+
+class LearnerError(RuntimeError):
+    """The chapter uses something this converter cannot turn into plain Markdown."""
+
+
+# -- what the converter reads from the built book -------------------------------------------
+
+
+@dataclass
+class Links:
+    """Where the book's terms, labels and pages are, from its ``objects.inv``.
+
+    Every value is a path relative to the site's root, with its anchor.
+    """
+
+    terms: dict[str, str]
+    labels: dict[str, tuple[str, str]]  # label -> (path#anchor, section title)
+    docs: dict[str, tuple[str, str]]  # docname -> (path, title)
+
+    @classmethod
+    def from_inventory(cls, path: Path) -> Links:
+        from sphinx.util.inventory import InventoryFile
+
+        with open(path, "rb") as stream:
+            inventory = InventoryFile.load(stream, "", lambda base, uri: uri)
+        terms = {name: entry[2] for name, entry in inventory.get("std:term", {}).items()}
+        labels = {
+            name: (entry[2], entry[3]) for name, entry in inventory.get("std:label", {}).items()
+        }
+        docs = {name: (entry[2], entry[3]) for name, entry in inventory.get("std:doc", {}).items()}
+        return cls(terms, labels, docs)
+
+
+@dataclass
+class Bibliography:
+    """Author-year labels and formatted entries for the keys of ``references.bib``."""
+
+    path: Path
+    _entries: dict = field(default_factory=dict, init=False)
+
+    def __post_init__(self):
+        from pybtex.database import parse_file
+
+        self._entries = parse_file(str(self.path)).entries
+
+    def _entry(self, key: str):
+        if key not in self._entries:
+            raise LearnerError(f"citation key {key!r} is not in {self.path.name}")
+        return self._entries[key]
+
+    def author_year(self, key: str) -> tuple[str, str]:
+        """("Vaswani *et al.*", "2017"), as the book's author-year citations read."""
+        from pybtex.backends.plaintext import Backend
+        from pybtex.richtext import Text
+
+        entry = self._entry(key)
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        # render(Backend()), not render_as("text"), which scans entry points on every call.
+        names = [
+            Text.from_latex(" ".join(p.prelast_names + p.last_names)).render(Backend())
+            for p in people
+        ]
+        if not names:
+            authors = entry.fields.get("title", key)
+        elif len(names) == 1:
+            authors = names[0]
+        elif len(names) == 2:
+            authors = f"{names[0]} and {names[1]}"
+        else:
+            authors = f"{names[0]} *et al.*"
+        return authors, entry.fields.get("year", "n.d.")
+
+    def formatted(self, keys: list[str]) -> list[str]:
+        """Each entry as the book's bibliography formats it (pybtex), in Markdown."""
+        from pybtex.backends.markdown import Backend
+        from pybtex.style.formatting.unsrt import Style
+
+        entries = [self._entry(key) for key in keys]
+        # pybtex escapes every punctuation mark; in the middle of a line these need none.
+        return [
+            re.sub(r"\\([.()\-!:])", r"\1", " ".join(e.text.render(Backend()).split("\n")))
+            for e in Style().format_entries(entries)
+        ]
+
+
+def glue_outputs(source: Path, cache_path: Path) -> dict[str, dict]:
+    """The glued values of one chapter, from the book build's execution cache.
+
+    Raises LearnerError when the cache holds no execution of the chapter as it is now.
+    """
+    from jupyter_cache import get_cache
+    from myst_nb.ext.glue import extract_glue_data_cell
+
+    if not cache_path.is_dir():
+        raise LearnerError(f"no execution cache at {cache_path}: run `make book` first")
+    notebook = nbformat.read(source, as_version=4)
+    try:
+        _, executed = get_cache(str(cache_path)).merge_match_into_notebook(notebook)
+    except KeyError:
+        raise LearnerError(
+            f"{source.name} has changed since the book was built (no matching execution "
+            "in the cache): run `make book` first"
+        ) from None
+    values = {}
+    for cell in executed.cells:
+        if cell.cell_type == "code":
+            for key, output in extract_glue_data_cell(cell):
+                values[key] = output["data"]
+    return values
+
+
+# -- the converter ------------------------------------------------------------------------------
+
+
+# A glue renderer takes (key, format spec, kind) and returns the Markdown to put in the text.
+GlueRenderer = Callable[[str, str, str], str]
+
+
+def glue_renderer(values: dict[str, dict]) -> GlueRenderer:
+    """Render glued values exactly as MyST-NB's ``{glue:text}`` and ``{glue:md}`` roles do."""
+    from myst_nb.core.variables import format_plain_text
+
+    def render(key: str, spec: str, kind: str) -> str:
+        if key not in values:
+            raise LearnerError(f"no glued value named {key!r}")
+        data = values[key]
+        if kind == "md":
+            return data["text/markdown"]
+        return escape_markdown(format_plain_text(data["text/plain"], spec))
+
+    return render
+
+
+def escape_markdown(text: str) -> str:
+    """Plain text made safe inside Markdown prose and tables."""
+    return re.sub(r"([\\`*_\[\]<>|$#])", r"\\\1", text)
+
+
+@dataclass
+class Converter:
+    """Turns one chapter's MyST Markdown into plain Markdown and code cells."""
+
+    base_url: str
+    links: Links
+    bibliography: Bibliography
+    glue: GlueRenderer
+    edition: str = "student"
+    docname: str = ""
+    cited: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.edition not in EDITIONS:
+            raise ValueError(f"edition must be one of {EDITIONS}; got {self.edition!r}")
+        if not self.base_url.endswith("/"):
+            self.base_url += "/"
+
+    # -- inline --------------------------------------------------------------------------
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def inline(self, text: str) -> str:
+        """Replace every MyST role in a stretch of prose (not inside code fences)."""
+        return ROLE.sub(self._role, text)
+
+    def _role(self, match: re.Match) -> str:
+        name, content = match.group("name"), match.group("content")
+        if name in ("glue:text", "glue:md", "glue"):
+            key, _, spec = content.partition(":")
+            kind = "md" if name == "glue:md" else "text"
+            return (
+                self.inline(self.glue(key, spec, kind))
+                if kind == "md"
+                else self.glue(key, spec, kind)
+            )
+        if name == "term":
+            text, target = self._split(content)
+            path = self.links.terms.get(target) or next(
+                (p for t, p in self.links.terms.items() if t.lower() == target.lower()), None
+            )
+            if path is None:
+                raise LearnerError(f"{self.docname}: no glossary term {target!r}")
+            return f"[{text}]({self.url(path)})"
+        if name in ("ref", "numref"):
+            text, target = self._split(content)
+            if target not in self.links.labels:
+                raise LearnerError(f"{self.docname}: no label {target!r}")
+            path, title = self.links.labels[target]
+            shown = text if "<" in content else title
+            return f"[{shown}]({self.url(path)})"
+        if name == "doc":
+            text, target = self._split(content)
+            docname = self._docname(target)
+            if docname not in self.links.docs:
+                raise LearnerError(f"{self.docname}: no page {target!r}")
+            path, title = self.links.docs[docname]
+            return f"[{text if '<' in content else title}]({self.url(path)})"
+        if name in ("footcite:t", "footcite:p", "cite:t", "cite:p"):
+            keys = [k.strip() for k in content.split(",")]
+            for key in keys:
+                if key not in self.cited:
+                    self.cited.append(key)
+            parts = []
+            for key in keys:
+                authors, year = self.bibliography.author_year(key)
+                link = self.bibliography_url(key)
+                text = f"{authors} ({year})" if name.endswith(":t") else f"{authors}, {year}"
+                parts.append(f"[{text}]({link})")
+            return "; ".join(parts) if name.endswith(":t") else f"({'; '.join(parts)})"
+        raise LearnerError(f"{self.docname}: no plain-Markdown form for the role {{{name}}}")
+
+    def bibliography_url(self, key: str) -> str:
+        from docutils.nodes import make_id
+
+        path = self.links.docs.get("book/bibliography", ("book/bibliography.html", ""))[0]
+        # The bibliography page's entries carry ids "cite-all-<key>" (bibtex_cite_id).
+        return self.url(f"{path}#{make_id('cite-all-' + key)}")
+
+    @staticmethod
+    def _split(content: str) -> tuple[str, str]:
+        explicit = EXPLICIT_TARGET.match(content)
+        if explicit:
+            return explicit.group("text"), explicit.group("target")
+        return content, content
+
+    def _docname(self, target: str) -> str:
+        if target.startswith("/"):
+            return target.lstrip("/")
+        folder = self.docname.rpartition("/")[0]
+        return f"{folder}/{target}" if folder else target
+
+    # -- blocks --------------------------------------------------------------------------
+
+    def markdown(self, source: str) -> list[nbformat.NotebookNode]:
+        """One MyST Markdown cell as plain cells (an exercise may split it into several)."""
+        cells: list[nbformat.NotebookNode] = []
+        pieces: list[str] = []  # finished Markdown
+        prose: list[str] = []  # source lines whose roles are still to replace
+
+        def end_prose():
+            if prose:
+                # Roles may run over a line break, so replace them in the whole stretch.
+                pieces.append(self.inline("\n".join(prose)))
+                prose.clear()
+
+        def flush():
+            end_prose()
+            joined = tidy("\n".join(pieces))
+            if joined:
+                check_plain(joined, self.docname)
+                cells.append(nbformat.v4.new_markdown_cell(joined))
+            pieces.clear()
+
+        lines = source.split("\n")
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            if TARGET.match(line):
+                i += 1
+                continue
+            found = COLON_FENCE.match(line) or BACKTICK_DIRECTIVE.match(line)
+            if found:
+                end_prose()  # before the directive: citations above it are then counted
+                end = self._closing(lines, i, found.group("fence"))
+                options, body = self._options(lines[i + 1 : end])
+                block = self._directive(
+                    found.group("name"), found.group("argument").strip(), options, body
+                )
+                i = end + 1
+                if isinstance(block, str):
+                    pieces.append(block)
+                elif block:
+                    flush()
+                    cells.extend(block)
+                continue
+            fence = BACKTICK_FENCE.match(line)
+            if fence:
+                # A code block in the prose: copied as it is, roles and all.
+                end = self._closing(lines, i, fence.group("fence"))
+                end_prose()
+                pieces.append("\n".join(lines[i : end + 1]))
+                i = end + 1
+                continue
+            prose.append(line)
+            i += 1
+        flush()
+        return cells
+
+    def _closing(self, lines: list[str], start: int, fence: str) -> int:
+        char = fence[0]
+        for j in range(start + 1, len(lines)):
+            stripped = lines[j].strip()
+            if stripped == fence or (
+                char == "`" and stripped.startswith(fence) and set(stripped) == {"`"}
+            ):
+                return j
+        raise LearnerError(f"{self.docname}: unclosed {fence} at line {start + 1} of a cell")
+
+    @staticmethod
+    def _options(body: list[str]) -> tuple[dict[str, str], list[str]]:
+        options = {}
+        while body and OPTION.match(body[0]):
+            found = OPTION.match(body[0])
+            options[found.group("key")] = found.group("value")
+            body = body[1:]
+        return options, body
+
+    def _directive(self, name, argument, options, body):
+        if name == "admonition":
+            return self._quote(f"**{self.inline(argument)}**", self._plain(body))
+        if name in ("note", "tip", "warning", "important", "caution", "hint", "seealso"):
+            return self._quote(f"**{name.capitalize()}**", self._plain(body))
+        if name == "exercise":
+            title = self.inline(argument) or "Exercise"
+            cells = [
+                nbformat.v4.new_markdown_cell(tidy(f"### Exercise: {title}\n\n{self._plain(body)}"))
+            ]
+            if self.edition == "student":
+                cells.append(nbformat.v4.new_code_cell(ANSWER_CELL))
+            return cells
+        if name == "solution":
+            return self._solution(body) if self.edition == "instructor" else None
+        if name == "footbibliography":
+            if not self.cited:
+                raise LearnerError(f"{self.docname}: a footbibliography with nothing cited")
+            entries = self.bibliography.formatted(self.cited)
+            return "\n".join(f"* {entry}" for entry in entries)
+        raise LearnerError(f"{self.docname}: no plain-Markdown form for the directive {{{name}}}")
+
+    def _plain(self, body: list[str]) -> str:
+        """The Markdown of a directive's body (which may hold directives itself)."""
+        parts = []
+        for cell in self.markdown("\n".join(body)):
+            if cell.cell_type != "markdown":
+                raise LearnerError(f"{self.docname}: an exercise or solution inside a block")
+            parts.append(cell.source)
+        return "\n\n".join(parts)
+
+    @staticmethod
+    def _quote(title: str, body: str) -> str:
+        lines = ([title, ""] if title else []) + body.split("\n")
+        return "\n" + "\n".join(f"> {line}".rstrip() for line in lines) + "\n"
+
+    def _solution(self, body: list[str]) -> list[nbformat.NotebookNode]:
+        """A solution: prose as quoted Markdown cells, each Python fence as a code cell."""
+        cells: list[nbformat.NotebookNode] = []
+        prose: list[str] = []
+
+        def flush():
+            text = self._plain(prose).strip()
+            prose.clear()
+            if text:
+                # The first stretch carries the title; a stretch after code continues it.
+                quoted = self._quote("" if cells else "**Solution**", text)
+                cells.append(nbformat.v4.new_markdown_cell(tidy(quoted)))
+
+        i = 0
+        while i < len(body):
+            fence = BACKTICK_FENCE.match(body[i])
+            language = body[i][len(fence.group("fence")) :].strip() if fence else ""
+            if fence and language in ("python", "python3", "ipython3", "ipython"):
+                end = self._closing(body, i, fence.group("fence"))
+                flush()
+                if not cells:
+                    cells.append(nbformat.v4.new_markdown_cell("> **Solution**"))
+                cells.append(nbformat.v4.new_code_cell("\n".join(body[i + 1 : end])))
+                i = end + 1
+                continue
+            prose.append(body[i])
+            i += 1
+        flush()
+        return cells
+
+
+def tidy(text: str) -> str:
+    """Markdown without leading, trailing or doubled blank lines (outside code fences)."""
+    parts = re.split(r"(```.*?```)", text.strip("\n"), flags=re.S)
+    return "".join(p if p.startswith("```") else re.sub(r"\n{3,}", "\n\n", p) for p in parts)
+
+
+def check_plain(text: str, where: str) -> None:
+    found = RAW_MYST.search(re.sub(r"```.*?```", "", text, flags=re.S))
+    if found:
+        raise LearnerError(f"{where}: MyST syntax left in a learner notebook: {found.group(0)!r}")
+
+
+# -- a whole notebook ---------------------------------------------------------------------------
+
+
+def about_cell(chapter_url: str, edition: str) -> nbformat.NotebookNode:
+    solutions = (
+        "Solutions follow each exercise (instructor edition)."
+        if edition == "instructor"
+        else "Solutions are not included; an empty cell after each exercise is yours."
+    )
+    return nbformat.v4.new_markdown_cell(
+        "> **About this notebook.** It is a chapter of the book "
+        f"[*Attention, one question at a time*]({chapter_url}), made for running. "
+        "Numbers quoted in the text were computed when the book was built; when you rerun "
+        "the cells, yours may differ slightly. Run the first code cell first: where "
+        f"`tutorial_lib` is missing (Colab), it installs it. {solutions}"
+    )
+
+
+def learner_notebook(source: Path, docname: str, converter: Converter) -> nbformat.NotebookNode:
+    """The learner notebook of one chapter (``converter`` fixes the edition and the links)."""
+    notebook = nbformat.read(source, as_version=4)
+    converter.docname = docname
+    converter.cited = []
+    cells = []
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cells.extend(converter.markdown(cell.source))
+        elif cell.cell_type == "code":
+            tags = cell.metadata.get("tags", [])
+            new = nbformat.v4.new_code_cell(cell.source)
+            if tags:
+                new.metadata["tags"] = list(tags)
+            cells.append(new)
+        else:
+            cells.append(cell)
+    page = converter.links.docs.get(docname, (f"{docname}.html", ""))[0]
+    # The note goes right under the title, which leads the chapter's first cell.
+    title, _, rest = cells[0].source.partition("\n\n")
+    if cells[0].cell_type != "markdown" or not title.startswith("# "):
+        raise LearnerError(f"{docname}: a chapter starts with its title")
+    cells[0].source = title
+    more = [nbformat.v4.new_markdown_cell(rest)] if rest.strip() else []
+    cells[1:1] = [about_cell(converter.url(page), converter.edition), *more]
+    for index, cell in enumerate(cells):
+        # Ids by position: a notebook made from the same source is the same file.
+        cell.id = f"cell-{index:03d}"
+    learner = nbformat.v4.new_notebook(cells=cells)
+    learner.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "learner_notebook": {
+            "source": source.name,
+            "edition": converter.edition,
+            "format": FORMAT_VERSION,
+        },
+    }
+    nbformat.validate(learner)
+    return learner
+
+
+def dumps(notebook: nbformat.NotebookNode) -> str:
+    return json.dumps(notebook, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+# -- the book: chapters, configuration, output ---------------------------------------------------
+
+
+def chapters(root: Path) -> list[tuple[str, Path]]:
+    """(docname, path) of every notebook in the table of contents, in order."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", [{"chapters": toc.get("chapters", [])}]):
+        files += [chapter["file"] for chapter in part["chapters"]]
+    found = []
+    for docname in files:
+        path = root / f"{docname}.ipynb"
+        if path.is_file():
+            found.append((docname, path))
+    return found
+
+
+def base_url(root: Path) -> str:
+    """The published book's address: ``sphinx.config.html_baseurl`` in ``_config.yml``."""
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    url = config.get("sphinx", {}).get("config", {}).get("html_baseurl", "")
+    if not url.startswith("https://"):
+        raise LearnerError("_config.yml needs sphinx.config.html_baseurl (the book's address)")
+    return url
+
+
+def write_learner_notebooks(
+    root: Path,
+    html_dir: Path,
+    out_dir: Path,
+    edition: str,
+    cache_path: Path | None = None,
+    url: str | None = None,
+) -> list[Path]:
+    """Write the learner notebook of every chapter into ``out_dir``; return their paths."""
+    inventory = html_dir / "objects.inv"
+    if not inventory.is_file():
+        raise LearnerError(f"no built book at {html_dir}: run `make book` first")
+    links = Links.from_inventory(inventory)
+    bibliography = Bibliography(root / "references.bib")
+    cache_path = cache_path or root / "_build" / ".jupyter_cache"
+    written = []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for docname, source in chapters(root):
+        converter = Converter(
+            base_url=url or base_url(root),
+            links=links,
+            bibliography=bibliography,
+            glue=glue_renderer(glue_outputs(source, cache_path)),
+            edition=edition,
+        )
+        target = out_dir / source.name
+        target.write_text(dumps(learner_notebook(source, docname, converter)))
+        written.append(target)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2])
+    parser.add_argument("--html", type=Path, help="the built book (default: _build/html)")
+    parser.add_argument("--out", type=Path, help="where to write (default: notebooks/)")
+    parser.add_argument("--edition", choices=EDITIONS, default="student")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    try:
+        written = write_learner_notebooks(
+            root,
+            args.html or root / "_build" / "html",
+            args.out or root / "notebooks",
+            args.edition,
+        )
+    except LearnerError as error:
+        print(f"make notebooks: {error}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path.relative_to(root) if path.is_relative_to(root) else path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

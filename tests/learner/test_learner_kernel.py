@@ -1,0 +1,197 @@
+"""Every learner notebook runs top to bottom in a kernel like Colab's, from its install cell on.
+
+The kernel's environment holds only what Colab brings that the chapters use (PyTorch
+2.13.0, numpy, matplotlib, ipywidgets 7 and ipykernel), none of the book's build tools,
+and nothing of the book's own environment. Each notebook gets a fresh environment on top
+of that one, so its first cell must install tutorial_lib itself: from a wheel of this
+checkout, standing in for the git tag the cell names.
+
+Slow (minutes): `make test-learner`, part of `make test`. The base environment is cached
+in _build/learner-kernel/<key>, where the key is a hash of everything it is made from.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+import venv
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+# Colab's widget library is ipywidgets 7 (its front-end does not show 8's core widgets).
+KERNEL_PACKAGES = [
+    "torch==2.13.0",
+    "numpy",
+    "matplotlib",
+    "ipywidgets==7.7.1",
+    "ipykernel",
+]
+# Other packages take the book's pins, so the environment is the same on every run.
+NOT_PINNED_FROM_BOOK = ("ipywidgets", "widgetsnbextension", "jupyterlab_widgets", "torch")
+BUILD_TOOLS = ["myst_nb", "jupyter_book", "sphinx", "jupyter_cache"]
+# nbclient's command line, from the book's environment: it starts the 'learner' kernel.
+EXECUTE = Path(sys.executable).with_name("jupyter-execute")
+
+
+def constraints() -> str:
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    return "\n".join(
+        line for line in lines if "==" in line and not line.lower().startswith(NOT_PINNED_FROM_BOOK)
+    )
+
+
+def site_packages(env: Path) -> Path:
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return env / "lib" / version / "site-packages"
+
+
+@pytest.fixture(scope="session")
+def base_env() -> Path:
+    """The kernel's packages, installed once per distinct set of requirements."""
+    recipe = json.dumps([sys.version, KERNEL_PACKAGES, constraints()])
+    key = hashlib.sha256(recipe.encode()).hexdigest()[:16]
+    env = ROOT / "_build" / "learner-kernel" / key
+    done = env / ".complete"
+    if not done.is_file():
+        shutil.rmtree(env, ignore_errors=True)
+        venv.create(env, with_pip=True)
+        (env / "constraints.txt").write_text(constraints() + "\n")
+        installed = subprocess.run(
+            [
+                env / "bin" / "python",
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-c",
+                env / "constraints.txt",
+                *KERNEL_PACKAGES,
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert installed.returncode == 0, installed.stderr[-3000:]
+        done.write_text(recipe)
+    return env
+
+
+@pytest.fixture(scope="session")
+def release(tmp_path_factory) -> Path:
+    """A wheel of this checkout's library, standing in for the git tag the cell names."""
+    copy = tmp_path_factory.mktemp("checkout")
+    shutil.copytree(
+        ROOT / "tutorial_lib", copy / "tutorial_lib", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, copy / name)
+    wheels = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, copy],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    [wheel] = wheels.glob("tutorial_lib-*.whl")
+    return wheel
+
+
+def fresh_kernel(base: Path, where: Path, release: Path) -> None:
+    """A new environment over the base one, and a Jupyter kernel named 'learner' for it."""
+    env = where / "env"
+    venv.create(env, with_pip=False)
+    # The base environment's packages, pip included; installs land in this one.
+    (site_packages(env) / "kernel_base.pth").write_text(f"{site_packages(base)}\n")
+    spec = where / "jupyter" / "kernels" / "learner"
+    spec.mkdir(parents=True)
+    book_paths = os.pathsep.join([sysconfig.get_path("purelib"), str(ROOT)])
+    python = str(env / "bin" / "python")
+    kernel = {
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "learner",
+        "language": "python",
+        "env": {
+            "TUTORIAL_LIB_SOURCE": str(release),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PYTHONPATH": "",
+            "BOOK_PATHS_NOT_TO_SEE": book_paths,
+        },
+    }
+    (spec / "kernel.json").write_text(json.dumps(kernel))
+
+
+# Run last, in the learner's kernel: what it can import, and which ipywidgets it shows.
+PROBE = f"""
+import importlib.util, sys, os
+import ipywidgets
+seen = [p for p in os.environ["BOOK_PATHS_NOT_TO_SEE"].split(os.pathsep) if p in sys.path]
+print("build tools:", [m for m in {BUILD_TOOLS!r} if importlib.util.find_spec(m)])
+print("book paths:", seen)
+print("ipywidgets", ipywidgets.__version__)
+"""
+
+
+def outputs_text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+@pytest.fixture(scope="session")
+def executed(base_env, release, tmp_path_factory) -> dict:
+    """Every learner notebook run in its own fresh kernel, two at a time (two cores)."""
+
+    def run(path: Path):
+        where = tmp_path_factory.mktemp(path.stem)
+        fresh_kernel(base_env, where, release)
+        work = where / "content"  # like Colab's /content: the notebook alone
+        work.mkdir()
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+        nbformat.write(nb, work / path.name)
+        done = subprocess.run(
+            [EXECUTE, "--inplace", "--kernel_name=learner", "--timeout=900", work / path.name],
+            env=os.environ | {"JUPYTER_PATH": str(where / "jupyter")},
+            capture_output=True,
+            text=True,
+        )
+        return done, nbformat.read(work / path.name, as_version=4)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip((p.name for p in NOTEBOOKS), pool.map(run, NOTEBOOKS), strict=True))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_learner_notebook_runs_top_to_bottom_in_a_colab_like_kernel(path, executed):
+    done, nb = executed[path.name]
+    assert done.returncode == 0, f"{path.name} failed:\n{done.stderr[-4000:]}"
+
+    install = outputs_text(next(c for c in nb.cells if c.cell_type == "code"))
+    lines = install.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Installed "), install
+    assert f"tutorial_lib {VERSION}" in lines[0], install
+    assert "torch" not in lines[0], "the install cell must leave an installed torch alone"
+
+    probe = outputs_text(nb.cells[-1])
+    assert "build tools: []" in probe and "book paths: []" in probe, probe
+    assert "ipywidgets 7.7.1" in probe, probe
+
+    explorers = [
+        output
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if 'class="explorer"' in str(output.get("data", {}).get("text/html", ""))
+    ]
+    assert explorers, f"{path.name} shows no explorer"
+    for output in explorers:
+        # Live on ipywidgets 7: the widget view is there, and no fallback line.
+        assert "application/vnd.jupyter.widget-view+json" in output["data"]
+        assert "Live controls are off" not in output["data"]["text/html"]

@@ -1,0 +1,246 @@
+"""The learner notebooks in notebooks/ (what Colab, Binder, a hub and downloads open).
+
+These checks read the committed files and the converter alone; tests/built checks that
+the committed files are what the current book build makes, and tests/learner runs them.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from .solutions import CHAPTERS, chapter_fragments, leaks, readable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import learner_notebooks as ln  # noqa: E402
+
+NOTEBOOKS = ROOT / "notebooks"
+RAW_MYST = [
+    "{glue",
+    "{term}",
+    "{footcite",
+    "{cite",
+    ":::",
+    "{solution",
+    "{exercise",
+    "{ref}",
+    "{numref}",
+    "{doc}",
+    "{admonition",
+    "{footbibliography}",
+    "```{",
+]
+
+
+def learner(path: Path) -> dict:
+    return json.loads((NOTEBOOKS / path.name).read_text())
+
+
+def cells(nb: dict, kind: str) -> list[str]:
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == kind]
+
+
+def test_one_learner_notebook_per_chapter():
+    assert CHAPTERS
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == [p.name for p in CHAPTERS]
+    # Instructor notebooks hold solutions: they are built, never committed (see README).
+    assert not any(NOTEBOOKS.rglob("*/*.ipynb")), "only student notebooks belong in notebooks/"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_learner_notebook_is_a_plain_valid_notebook(path):
+    nb = nbformat.read(NOTEBOOKS / path.name, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert nb.metadata["learner_notebook"] == {
+        "source": path.name,
+        "edition": "student",
+        "format": ln.FORMAT_VERSION,
+    }
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_myst_syntax_reaches_a_learner(path):
+    for text in cells(learner(path), "markdown"):
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        found = [token for token in RAW_MYST if token in prose]
+        assert not found, f"{path.name}: {found} in:\n{text[:300]}"
+        assert not re.search(r"\{[a-z]+(:[a-z]+)?\}`", prose), text[:300]
+        assert not re.search(r"^\([\w-]+\)=\s*$", prose, flags=re.M), text[:300]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_machine_paths(path):
+    assert not re.search(
+        r"/(tmp|root|work|home)/[A-Za-z]|file://", (NOTEBOOKS / path.name).read_text()
+    )
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_student_notebook_holds_no_solution(path):
+    fragments = chapter_fragments(path)
+    assert all(fragments.values()), "every solution must have text to look for"
+    assert leaks(readable(NOTEBOOKS / path.name), path) == []
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_code_is_the_chapters_code_and_imports_no_build_tool(path):
+    source = json.loads(path.read_text())
+    chapter_code = cells(source, "code")
+    code = [c for c in cells(learner(path), "code") if c != ln.ANSWER_CELL]
+    assert code == chapter_code
+    for text in code:
+        assert not re.search(r"^\s*(from|import)\s+(myst_nb|jupyter_book|sphinx)\b", text, re.M)
+    # One empty answer cell per exercise, and the install cell first.
+    n_exercises = sum(t.count("{exercise}") for t in cells(source, "markdown"))
+    assert cells(learner(path), "code").count(ln.ANSWER_CELL) == n_exercises
+    assert cells(learner(path), "code")[0] == chapter_code[0]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_notebook_says_its_numbers_come_from_the_book_build(path):
+    markdown = cells(learner(path), "markdown")
+    assert markdown[0].startswith("# ")
+    assert "computed when the book was built" in markdown[1]
+    assert sum("computed when the book was built" in text for text in markdown) == 1
+
+
+# -- the converter, on small inputs ------------------------------------------------------------
+
+
+BASE = "https://book.example/"
+
+
+def converter(edition="student", glued=None):
+    links = ln.Links(
+        terms={"head": "book/glossary.html#term-head", "LayerNorm": "book/glossary.html#term-L"},
+        labels={"q1-cost": ("book/q1.html#q1-cost", "What splitting costs")},
+        docs={
+            "book/q1": ("book/q1.html", "Q1"),
+            "book/bibliography": ("book/bibliography.html", "Bibliography"),
+        },
+    )
+    values = glued or {"n": {"text/plain": "1048576"}, "x": {"text/plain": "0.123456"}}
+    return ln.Converter(
+        base_url=BASE,
+        links=links,
+        bibliography=ln.Bibliography(ROOT / "references.bib"),
+        glue=ln.glue_renderer(values),
+        edition=edition,
+        docname="book/q1",
+    )
+
+
+def markdown(source, **kwargs):
+    return [(c.cell_type, c.source) for c in converter(**kwargs).markdown(source)]
+
+
+def test_glued_values_are_formatted_as_myst_nb_formats_them():
+    from myst_nb.core.variables import format_plain_text
+
+    [(_, text)] = markdown("{glue:text}`n:,` and {glue:text}`x:.2f` and {glue:text}`x`")
+    expected = [format_plain_text("1048576", ","), format_plain_text("0.123456", ".2f")]
+    assert text == f"{expected[0]} and {expected[1]} and 0.123456"
+
+
+def test_glued_text_cannot_break_a_table():
+    glued = {"name": {"text/plain": "'a|b*c'"}}
+    [(_, text)] = markdown("| x | {glue:text}`name` |", glued=glued)
+    assert text == r"| x | a\|b\*c |"
+
+
+def test_a_missing_glued_value_stops_the_conversion():
+    with pytest.raises(ln.LearnerError, match="nope"):
+        markdown("{glue:text}`nope:.2f`")
+
+
+def test_terms_refs_and_docs_link_to_the_published_book():
+    [(_, text)] = markdown(
+        "{term}`heads <head>`, {term}`layernorm`, {ref}`q1-cost`, "
+        "{ref}`this part <q1-cost>`, {doc}`the chapter <q1>`"
+    )
+    assert text == (
+        f"[heads]({BASE}book/glossary.html#term-head), "
+        f"[layernorm]({BASE}book/glossary.html#term-L), "
+        f"[What splitting costs]({BASE}book/q1.html#q1-cost), "
+        f"[this part]({BASE}book/q1.html#q1-cost), [the chapter]({BASE}book/q1.html)"
+    )
+
+
+def test_unknown_targets_stop_the_conversion():
+    for source in ("{term}`nothing`", "{ref}`nowhere`", "{doc}`none`", "{footcite:p}`nobody`"):
+        with pytest.raises(ln.LearnerError):
+            markdown(source)
+
+
+def test_citations_are_author_year_links_and_the_chapter_lists_its_references():
+    convert = converter()
+    out = convert.markdown(
+        "As {footcite:t}`vaswani2017attention` showed ({footcite:p}`ba2016layernorm`).\n\n"
+        "## References\n\n```{footbibliography}\n```"
+    )
+    [text] = [c.source for c in out]
+    bib = f"{BASE}book/bibliography.html#cite-all-"
+    assert f"[Vaswani *et al.* (2017)]({bib}vaswani2017attention) showed" in text
+    assert f"([Ba *et al.*, 2016]({bib}ba2016layernorm))" in text
+    references = text.split("## References")[1]
+    assert references.index("Attention is all you need") < references.index("Layer normalization")
+    assert "{" not in references
+
+
+def test_admonitions_become_block_quotes_with_a_bold_title():
+    [(_, text)] = markdown(":::{admonition} Careful\n:class: warning\nA {term}`head`.\n:::")
+    assert text == f"> **Careful**\n>\n> A [head]({BASE}book/glossary.html#term-head)."
+
+
+def test_targets_are_dropped_and_code_blocks_are_left_alone():
+    [(_, text)] = markdown("(q1-cost)=\n## Costs\n\n```python\nx = '{term}`head`'\n```")
+    assert text == "## Costs\n\n```python\nx = '{term}`head`'\n```"
+
+
+EXERCISE = (
+    "## Exercises\n\n"
+    "::::{exercise} Try it\n:label: q1-ex\n:nonumber:\nDo {glue:text}`n:,` things.\n::::\n\n"
+    "::::{solution} q1-ex\n:class: dropdown\nThe answer is plain.\n"
+    "```python\nprint(42)\n```\nAnd that is all.\n::::\n\nAfter."
+)
+
+
+def test_student_edition_drops_solutions_and_leaves_an_answer_cell():
+    out = markdown(EXERCISE)
+    assert out == [
+        ("markdown", "## Exercises"),
+        ("markdown", "### Exercise: Try it\n\nDo 1,048,576 things."),
+        ("code", ln.ANSWER_CELL),
+        ("markdown", "After."),
+    ]
+
+
+def test_instructor_edition_keeps_solutions_as_markdown_and_code():
+    out = markdown(EXERCISE, edition="instructor")
+    assert out == [
+        ("markdown", "## Exercises"),
+        ("markdown", "### Exercise: Try it\n\nDo 1,048,576 things."),
+        ("markdown", "> **Solution**\n>\n> The answer is plain."),
+        ("code", "print(42)"),
+        ("markdown", "> And that is all."),
+        ("markdown", "After."),
+    ]
+
+
+def test_unknown_directives_and_roles_stop_the_conversion():
+    for source in (":::{figure} x.png\n:::", "```{code-cell}\n1\n```", "{eval}`1 + 1`"):
+        with pytest.raises(ln.LearnerError, match="no plain-Markdown form"):
+            markdown(source)
+
+
+def test_the_book_address_comes_from_the_config():
+    assert ln.base_url(ROOT).startswith("https://")
