@@ -250,6 +250,11 @@ def check_padding_mask(mask: Tensor | None, x: Tensor, where: str, name: str = "
         )
 
 
+def _inside_vmap(t: Tensor) -> bool:
+    """True for one member's view inside ``torch.func.vmap``, whose values cannot be read."""
+    return torch._C._functorch.is_batchedtensor(t)
+
+
 def check_token_ids(name: str, tokens: object, vocab: int) -> Tensor:
     """Raise unless ``tokens`` is an integer tensor (B, T) of ids 0..V-1 with V = ``vocab``."""
     check_tensor(name, tokens, "integer", f"(B, T) of token ids 0..V-1 = 0..{vocab - 1}")
@@ -258,7 +263,7 @@ def check_token_ids(name: str, tokens: object, vocab: int) -> Tensor:
             f"{name} must be token ids of shape (B, T); got {tokens.dim()}-D {name} "
             f"of shape {format_shape(tokens)}"
         )
-    if tokens.device.type == "meta" or not tokens.numel():
+    if tokens.device.type == "meta" or not tokens.numel() or _inside_vmap(tokens):
         return tokens
     low, high = int(tokens.min()), int(tokens.max())
     if low < 0 or high >= vocab:

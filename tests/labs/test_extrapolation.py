@@ -110,3 +110,31 @@ def test_position_model_reads_the_same_when_the_batch_equals_the_length():
         together = model(tokens)
         alone = torch.cat([model(tokens[b : b + 1]) for b in range(6)])
     torch.testing.assert_close(together, alone)
+
+
+def test_an_ensemble_member_matches_its_run_alone():
+    from tutorial_lib.labs.extrapolation import (
+        ExtrapolationConfig,
+        train_and_evaluate,
+        train_ensemble,
+    )
+
+    cfg = ExtrapolationConfig(steps=4, eval_lens=(16, 24), eval_batch=8)
+    rows = train_ensemble("shaw", cfg, tasks=("lag", "hold"), run_seeds=(0, 1))
+    assert [(r["task"], r["seed"]) for r in rows] == [
+        ("lag", 0),
+        ("lag", 1),
+        ("hold", 0),
+        ("hold", 1),
+    ]
+    alone = train_and_evaluate("shaw", "hold", cfg, seed=1)
+    together = rows[3]
+    for (name, a), (_, b) in zip(
+        alone["model"].named_parameters(), together["model"].named_parameters(), strict=True
+    ):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4, msg=name)
+    for T in cfg.eval_lens:
+        assert abs(alone["accuracy"][T] - together["accuracy"][T]) < 0.02
+    assert together["accuracy_beyond_L"][16] is None and 0 <= together["accuracy_beyond_L"][24] <= 1
+    with pytest.raises(ValueError, match="task"):
+        train_ensemble("shaw", cfg, tasks=("copy",))

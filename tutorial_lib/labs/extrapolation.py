@@ -4,7 +4,9 @@ Dimension letters as in :mod:`tutorial_lib.positional` (B, T, D, H, d_k, d_v).
 
 The chapter builds each idea in visible cells; what lives here is what it and
 ``make bench`` must share, so the book and the benchmark run the same code: the
-models, the toy tasks and the training of the experiment. Its figures are in
+models, the toy tasks and the training of the experiment. Every claim rests on several
+seeds, so one variant's runs (every task and seed) train side by side as one batched
+``tutorial_lib.labs.seed_ensemble.Ensemble``. Its figures are in
 :mod:`tutorial_lib.figures.positional`.
 
 About 370 lines: the config (checked field by field), the models, the two tasks and the
@@ -35,6 +37,7 @@ from ..positional import (
 )
 from ..training import fit, one_thread
 from ..validate import check_choice, check_int, check_real, check_token_ids
+from .seed_ensemble import Ensemble
 
 __all__ = [
     "VARIANTS",
@@ -43,6 +46,8 @@ __all__ = [
     "lag_copy_batch",
     "hold_last_value_batch",
     "EXTRAPOLATION_TASKS",
+    "VOCAB",
+    "train_ensemble",
     "train_and_evaluate",
     "position_part_by_distance",
     "extrapolation_experiment",
@@ -55,20 +60,24 @@ VARIANTS = ["none", "learned", "sinusoidal", "shaw", "xl", "t5", "alibi", "rope"
 
 @dataclass
 class ExtrapolationConfig:
+    """The chapter's experiment; ``make bench`` runs it with more seeds and a longer length."""
+
     train_len: int = 16  # L: the longest sequence seen in training
     eval_lens: tuple[int, ...] = (16, 32, 64)  # L, 2L, 4L
-    d_model: int = 32  # D: tiny, so every variant trains in seconds on one CPU thread
+    d_model: int = 32  # D: tiny, so that every variant trains in seconds on one CPU thread
     n_head: int = 4  # H: ALiBi needs a few heads for a spread of slopes
     n_layer: int = 1  # one layer: enough for the tasks, and the cheapest
-    steps: int = 300  # Adam steps at lr 3e-3: most variants fit both tasks at L in this budget
-    batch: int = 32
+    d_ff: int = 0  # feed-forward width; 0 leaves it out (attention alone solves both tasks)
+    steps: int = 100  # Adam steps: every variant that can fit a task at L does within these
+    lr: float = 0.02  # a large rate for a short run
+    batch: int = 8  # B: sequences per step and per run
     lag: int = 3  # lag-copy task: the answer at t is the token at t - lag
     shaw_clip: int = 8  # Shaw's K: distances beyond K share one vector
     rerope_window: int = 8  # ReRoPE's w: below the training length, so w was seen in training
     t5_buckets: int = 32  # T5's defaults; with L = 16 only the 16 exact buckets are ever used
     t5_max_distance: int = 128
-    eval_batch: int = 256
-    seeds: tuple[int, ...] = (0,)
+    eval_batch: int = 64  # test sequences per length (the same for every variant and seed)
+    seeds: tuple[int, ...] = tuple(range(8))  # every seed fixes initial weights and data
     variants: tuple[str, ...] = tuple(VARIANTS)
     tasks: tuple[str, ...] = ("lag", "hold")
 
@@ -140,23 +149,30 @@ def _parts(variant: str, cfg: ExtrapolationConfig):
 
 
 class _Block(nn.Module):
-    def __init__(self, D: int, H: int, bias, rotation):
+    """Attention (residual and post-LayerNorm inside), then a feed-forward block if d_ff > 0."""
+
+    def __init__(self, D: int, H: int, d_ff: int, bias, rotation):
         super().__init__()
         attention = MultiHeadAttention(H, D, D // H, D // H, dropout=0.0)
         self.attention = with_positions(attention, bias=bias, rotation=rotation)
-        self.mlp = nn.Sequential(nn.Linear(D, 4 * D), nn.ReLU(), nn.Linear(4 * D, D))
-        self.norm = nn.LayerNorm(D)
+        self.mlp = None
+        if d_ff:
+            self.mlp = nn.Sequential(nn.Linear(D, d_ff), nn.ReLU(), nn.Linear(d_ff, D))
+            self.norm = nn.LayerNorm(D)
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        x, _ = self.attention(x, x, x, mask=mask)  # (B, T, D), residual and LayerNorm inside
-        return self.norm(x + self.mlp(x))  # (B, T, D)
+    def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        x, weights = self.attention(x, x, x, mask=mask)  # (B, T, D), (B, H, T, T)
+        if self.mlp is not None:
+            x = self.norm(x + self.mlp(x))  # (B, T, D)
+        return x, weights
 
 
 class PositionModel(nn.Module):
-    """A causal Transformer of ``n_layer`` post-LN blocks with one position variant plugged in.
+    """A causal Transformer of ``n_layer`` blocks with one position variant plugged in.
 
-    tokens (B, T) -> logits (B, T, vocab). Every block gets its own copy of the
-    variant's score bias or rotation.
+    tokens (B, T) -> logits (B, T, vocab), and with ``return_weights=True`` also the first
+    layer's attention weights (B, H, T, T). Every block gets its own copy of the variant's
+    score bias or rotation.
     """
 
     def __init__(self, variant: str, vocab: int, cfg: ExtrapolationConfig):
@@ -169,21 +185,24 @@ class PositionModel(nn.Module):
         self.embed = nn.Embedding(vocab, cfg.d_model)
         self.absolute = make_absolute()
         self.blocks = nn.ModuleList(
-            _Block(cfg.d_model, cfg.n_head, make_bias(), make_rotation())
+            _Block(cfg.d_model, cfg.n_head, cfg.d_ff, make_bias(), make_rotation())
             for _ in range(cfg.n_layer)
         )
         self.readout = nn.Linear(cfg.d_model, vocab)
 
-    def forward(self, tokens: Tensor) -> Tensor:
+    def forward(self, tokens: Tensor, return_weights: bool = False):
         check_token_ids("tokens", tokens, self.vocab)
         x = self.embed(tokens)  # (B, T, D)
         if self.absolute is not None:
             x = self.absolute(x)
         # (1, T, T): the batch axis made explicit, so the mask reads the same whatever B is.
         mask = causal_mask(tokens.shape[1], device=tokens.device)[None]
+        first = None
         for block in self.blocks:
-            x = block(x, mask)
-        return self.readout(x)  # (B, T, vocab)
+            x, weights = block(x, mask)  # (B, T, D), (B, H, T, T)
+            first = weights if first is None else first
+        logits = self.readout(x)  # (B, T, vocab)
+        return (logits, first) if return_weights else logits
 
 
 IGNORE = -100  # target value that cross_entropy skips
@@ -225,10 +244,78 @@ def hold_last_value_batch(
     return tokens, tokens.gather(1, where)  # (n, T), (n, T)
 
 
+# task -> (batch maker, the tokens it uses, what the answer is)
 EXTRAPOLATION_TASKS: dict[str, tuple[Callable, int, str]] = {
     "lag": (lag_copy_batch, 10, "copy the token 3 places back"),
     "hold": (hold_last_value_batch, 12, "repeat the latest value token"),
 }
+# One vocabulary for every task, so that the models of both tasks can train as one ensemble.
+VOCAB = max(vocab for _, vocab, _ in EXTRAPOLATION_TASKS.values())
+
+
+def _batch(task: str, n: int, T: int, generator: torch.Generator, cfg: ExtrapolationConfig):
+    make_batch = EXTRAPOLATION_TASKS[task][0]
+    kwargs = {"lag": cfg.lag} if task == "lag" else {}
+    return make_batch(n, T, generator, **kwargs)  # tokens (n, T), target (n, T)
+
+
+def train_ensemble(
+    variant: str,
+    cfg: ExtrapolationConfig,
+    tasks: tuple[str, ...] | None = None,
+    run_seeds: tuple[int, ...] | None = None,
+) -> list[dict[str, object]]:
+    """Train one variant on sequences of length L for every (task, seed), all of them side by
+    side as one batched ``Ensemble``, then measure each at every evaluation length.
+
+    Seed s fixes a member's initial weights and training data, the same for every variant
+    (a fair comparison); the test sequences are the same for every variant and seed.
+    Returns one row per (task, seed), as :func:`train_and_evaluate`.
+    """
+    tasks = tuple(cfg.tasks if tasks is None else tasks)
+    run_seeds = tuple(cfg.seeds if run_seeds is None else run_seeds)
+    for task in tasks:
+        if task not in EXTRAPOLATION_TASKS:
+            raise ValueError(f"task must be one of {list(EXTRAPOLATION_TASKS)}; got {task!r}")
+    if not tasks or not run_seeds:
+        raise ValueError(f"need at least one task and one seed; got {tasks!r}, {run_seeds!r}")
+    members = [(task, seed) for task in tasks for seed in run_seeds]
+    models = []
+    for task, seed in members:
+        seeds.manual_seed("extrapolation", "init", task, seed)
+        models.append(PositionModel(variant, VOCAB, cfg))
+    # Every member's training data, drawn up front: steps * B sequences of length L each.
+    pairs = [
+        _batch(task, cfg.steps * cfg.batch, cfg.train_len,
+               seeds.generator("extrapolation", "data", task, seed), cfg)
+        for task, seed in members
+    ]  # fmt: skip
+    shape = (len(members), cfg.steps, cfg.batch, cfg.train_len)
+    tokens = torch.stack([t for t, _ in pairs]).view(shape)  # (E, steps, B, L)
+    targets = torch.stack([y for _, y in pairs]).view(shape)
+    batches = ((tokens[:, step], targets[:, step]) for step in range(cfg.steps))  # (E, B, L)
+
+    def loss_fn(ensemble, batch):
+        tokens, target = batch
+        logits = ensemble(tokens)  # (E, B, L, vocab)
+        loss = nn.functional.cross_entropy(
+            logits.flatten(0, 2), target.flatten(), ignore_index=IGNORE, reduction="none"
+        ).view(target.shape)  # (E, B, L)
+        scored = (target != IGNORE).sum(dim=(1, 2))  # (E,)
+        return (loss.sum(dim=(1, 2)) / scored).sum()  # every member's own mean, summed
+
+    with one_thread():
+        start = time.perf_counter()
+        ensemble = Ensemble(models)
+        fit(ensemble, batches, loss_fn, steps=cfg.steps, lr=cfg.lr)
+        seconds = time.perf_counter() - start
+        measured = _evaluate(ensemble, [task for task, _ in members], cfg)
+        ensemble.unstack(models)
+    return [
+        {"variant": variant, "task": task, "seed": seed, "train_seconds": seconds / len(members),
+         **measured[e], "model": model}
+        for e, ((task, seed), model) in enumerate(zip(members, models, strict=True))
+    ]  # fmt: skip
 
 
 def train_and_evaluate(
@@ -244,72 +331,67 @@ def train_and_evaluate(
     head are measured on queries at positions >= L when T > L (None for the hold task,
     whose target key moves).
     """
-    make_batch, vocab, _ = EXTRAPOLATION_TASKS[check_choice("task", task, EXTRAPOLATION_TASKS)]
+    check_choice("task", task, EXTRAPOLATION_TASKS)
     if not isinstance(cfg, ExtrapolationConfig):
         raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
     seed = check_int("seed", seed, None)
-    kwargs = {"lag": cfg.lag} if task == "lag" else {}
-    # The same initial draws and data for every variant of one seed: a fair comparison.
-    seeds.manual_seed("extrapolation", "init", task, seed)
-    model = PositionModel(variant, vocab, cfg)
-    data = seeds.generator("extrapolation", "data", task, seed)
-    stream = iter(lambda: make_batch(cfg.batch, cfg.train_len, data, **kwargs), None)
+    return train_ensemble(variant, cfg, (task,), (seed,))[0]
 
-    def loss_fn(model, batch):
-        tokens, target = batch
-        logits = model(tokens)  # (B, L, vocab)
-        return nn.functional.cross_entropy(
-            logits.reshape(-1, vocab), target.reshape(-1), ignore_index=IGNORE
-        )
 
-    with one_thread():
-        start = time.perf_counter()
-        fit(model, stream, loss_fn, steps=cfg.steps, lr=3e-3)
-        seconds = time.perf_counter() - start
-        model.eval()
-        accuracy, beyond, focus, far_attention, best_head = {}, {}, {}, {}, {}
-        test = seeds.generator("extrapolation", "test", task)  # the same for every variant
+def _evaluate(ensemble: Ensemble, tasks: list[str], cfg: ExtrapolationConfig) -> list[dict]:
+    """Every member's accuracy (all positions, positions >= L) and lag-head statistics per T."""
+    results = [
+        {"accuracy": {}, "accuracy_beyond_L": {}, "focus": {}, "far_attention": {},
+         "best_head": {}} for _ in tasks
+    ]  # fmt: skip
+    for T in cfg.eval_lens:
+        # The same test sequences for every variant and seed.
+        test = {
+            task: _batch(task, cfg.eval_batch, T, seeds.generator("extrapolation", "test", task, T),
+                         cfg) for task in set(tasks)
+        }  # fmt: skip
+        tokens = torch.stack([test[task][0] for task in tasks])  # (E, n, T)
+        target = torch.stack([test[task][1] for task in tasks])
+        # Members at a time so that the (n, H, T, T) weights stay small at every T.
+        chunk = max(1, 2**23 // (cfg.eval_batch * cfg.n_head * T * T))
         with torch.no_grad():
-            for T in cfg.eval_lens:
-                tokens, target = make_batch(cfg.eval_batch, T, test, **kwargs)
-                hit = model(tokens).argmax(-1) == target  # (n, T)
-                scored = target != IGNORE
-                accuracy[T] = (hit & scored).sum().item() / scored.sum().item()
-                far = scored.clone()
-                far[:, : cfg.train_len] = False
-                beyond[T] = (hit & far).sum().item() / far.sum().item() if far.any() else None
-                stats = _lag_head(model, cfg.train_len, cfg.lag) if task == "lag" else None
-                focus[T], far_attention[T], best_head[T] = stats or (None, None, None)
-    return {
-        "variant": variant,
-        "task": task,
-        "seed": seed,
-        "train_seconds": seconds,
-        "accuracy": accuracy,
-        "accuracy_beyond_L": beyond,
-        "focus": focus,
-        "far_attention": far_attention,
-        "best_head": best_head,
-        "model": model,
-    }
+            counts, focus, far = ensemble.map(
+                lambda model, x, y: _measure(model, x, y, cfg.train_len, cfg.lag),
+                tokens, target, chunk_size=chunk,
+            )  # (E, 4), (E, H), (E, H)  # fmt: skip
+        for e, task in enumerate(tasks):
+            right, scored, right_far, scored_far = counts[e].tolist()
+            result = results[e]
+            result["accuracy"][T] = right / scored
+            result["accuracy_beyond_L"][T] = right_far / scored_far if scored_far else None
+            best = int(focus[e].argmax()) if task == "lag" else None
+            result["best_head"][T] = best
+            result["focus"][T] = None if best is None else focus[e, best].item()
+            result["far_attention"][T] = None if best is None else far[e, best].item()
+    return results
 
 
-def _lag_head(model: PositionModel, L: int, lag: int) -> tuple[float, float, int]:
-    """(focus, far, best) of the first layer's best head on the lag task, from its last call.
-
-    focus: mean weight on the key ``lag`` back; far: mean weight on keys L or more back.
-    Queries from position L on when T > L (those never seen in training), else from ``lag`` on.
-    """
-    weights = model.blocks[0].attention.attention.attn  # (B, H, T, T), kept by the last call
-    T = weights.shape[-1]
+def _measure(model: PositionModel, tokens: Tensor, target: Tensor, L: int, lag: int):
+    """One model on test tokens (n, T): counts (4,) = (right, scored, right at t >= L, scored at
+    t >= L), and per head (H,) the mean weight on the key ``lag`` back ("focus") and on keys L or
+    more back ("far"), over queries from L on when T > L (never seen in training), else from
+    ``lag`` on."""
+    logits, weights = model(tokens, return_weights=True)  # (n, T, V), (n, H, T, T)
+    T = tokens.shape[-1]
+    scored = target != IGNORE  # (n, T)
+    beyond = scored & (torch.arange(T) >= L)
+    hit = logits.argmax(-1) == target
+    counts = torch.stack(
+        [(hit & scored).sum(), scored.sum(), (hit & beyond).sum(), beyond.sum()]
+    ).to(weights.dtype)  # (4,)
     first = L if T > L else lag
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
-    target = (i - j == lag).to(weights.dtype)[first:]  # (T - first, T)
-    far = (i - j >= L).to(weights.dtype)[first:]
-    rows = weights[..., first:, :]  # (B, H, T - first, T)
-    per_head_focus = (rows * target).sum(-1).mean(dim=(0, 2))  # (H,)
-    best = int(per_head_focus.argmax())
-    return per_head_focus[best].item(), (rows[:, best] * far).sum(-1).mean().item(), best
+    at_lag = (i - j == lag).to(weights.dtype)[first:]  # (T - first, T)
+    far_keys = (i - j >= L).to(weights.dtype)[first:]
+    rows = weights[..., first:, :]  # (n, H, T - first, T)
+    focus = (rows * at_lag).sum(-1).mean(dim=(0, 2))  # (H,)
+    far = (rows * far_keys).sum(-1).mean(dim=(0, 2))  # (H,)
+    return counts, focus, far
 
 
 def position_part_by_distance(model: PositionModel, tokens: Tensor, first: int = 0) -> Tensor:
@@ -351,15 +433,13 @@ def position_part_by_distance(model: PositionModel, tokens: Tensor, first: int =
 
 
 def extrapolation_experiment(cfg: ExtrapolationConfig) -> list[dict[str, object]]:
-    """Every (task, variant, seed) of ``cfg``: one row per run, as :func:`train_and_evaluate`."""
+    """Every (task, variant, seed) of ``cfg``: one row per run, as :func:`train_and_evaluate`.
+
+    One ensemble per variant trains every task and seed at once.
+    """
     if not isinstance(cfg, ExtrapolationConfig):
         raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
-    return [
-        train_and_evaluate(variant, task, cfg, seed)
-        for task in cfg.tasks
-        for variant in cfg.variants
-        for seed in cfg.seeds
-    ]
+    return [row for variant in cfg.variants for row in train_ensemble(variant, cfg)]
 
 
 def summarise(rows: list[dict], key: str = "accuracy") -> dict[tuple[str, str, int], list[float]]:
