@@ -37,7 +37,7 @@ def test_each_member_trains_as_if_alone():
         seeds.manual_seed("ensemble", "test", "init", e)
         alone = Transformer(config)
         stream = seeds.generator("ensemble", "test", "data", e)
-        batches = iter(lambda: make_batch("reverse", 64, 5, generator=stream), None)
+        batches = iter(lambda g=stream: make_batch("reverse", 32, 5, generator=g), None)
 
         def loss_fn(model, batch):
             return teacher_forcing_loss(model, *batch)[0]
@@ -46,9 +46,7 @@ def test_each_member_trains_as_if_alone():
             alone, batches, loss_fn, steps=4, lr=5e-3, betas=(0.9, 0.98), eps=1e-9, warmup=50
         )
         torch.testing.assert_close(torch.tensor(run.losses[e]), torch.tensor(losses))
-        for (name, p), q in zip(
-            alone.named_parameters(), run.models[e].parameters(), strict=True
-        ):
+        for (name, p), q in zip(alone.named_parameters(), run.models[e].parameters(), strict=True):
             torch.testing.assert_close(q, p, msg=name)
         assert run.models[e].config == config and not run.models[e].training
 
