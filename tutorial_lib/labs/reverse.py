@@ -179,8 +179,9 @@ def train_ensemble(
     token vectors) and ``causal`` (the decoder's mask). Training is :func:`tutorial_lib.training.
     train`'s recipe: Adam with betas (0.9, 0.98), eps 1e-9, a linear warm-up over ``warmup``
     steps to ``lr``, teacher forcing; fresh batches of ``batch_size`` (32 by default, half of
-    ``train``'s 64: eight runs then cost about what four would at 64, for a few more steps). ``label_smoothing`` (one value, or one per member) is
-    PyTorch's: the target distribution is (1 - epsilon) one-hot + epsilon / V.
+    ``train``'s 64: the runs need more steps, but take less time in all). ``label_smoothing``
+    (one value, or one per member) is PyTorch's: the target is (1 - epsilon) one-hot +
+    epsilon / V.
     ``unrelated_targets``: every target is a fresh random string, unrelated to its source
     (nothing to learn; the chapter's test of the causal mask).
 
@@ -287,7 +288,8 @@ def train_ensemble(
 
     loop: Iterable[int] = step_numbers()
     if progress is not None:
-        loop = progress(loop, f"training steps ({E} models at once)", total=steps)
+        label = f"training steps ({E} models at once)" if E > 1 else "training steps"
+        loop = progress(loop, label, total=steps)
     for step in loop:
         for group in optimiser.param_groups:
             group["lr"] = lr * min(1.0, step / warmup) if warmup else lr
