@@ -122,11 +122,12 @@ def sequence_accuracy(model: Transformer, src: Tensor, tgt: Tensor) -> float:
 
 
 def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
-    """GNMT's length penalty lp(Y) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016, eq. 14).
+    """GNMT's length penalty lp(Y) = ((5 + len(Y)) / 6) ** alpha (Wu et al. 2016, section 7).
 
     Beam search ranks finished hypotheses by log P(Y | X) / lp(Y). A log-probability only
-    falls as tokens are added, so without the penalty (alpha = 0) short outputs win; the
-    paper's setting is alpha = 0.6. |Y| counts the generated tokens, EOS included.
+    falls as tokens are added, so without the penalty (alpha = 0) short outputs are
+    favoured; the paper's setting is alpha = 0.6. len(Y) counts the generated tokens, EOS
+    included.
     """
     return ((5 + length) / 6) ** alpha
 
@@ -154,7 +155,7 @@ def beam_search(
 
     Each step extends every live hypothesis by every token and keeps the ``beam_size`` best
     by log-probability; a hypothesis that writes EOS among those best is finished and scored
-    log P / lp(|Y|). At ``max_len`` the live ones are finished as they stand. The search stops
+    log P / lp(len(Y)). At ``max_len`` the live ones are finished as they stand. The search stops
     early once no live hypothesis can still beat the best finished one: its log-probability
     can only fall and, for alpha >= 0, lp can grow at most to lp(max_len). With a beam as
     large as the number of possible outputs nothing is ever dropped, so the result is the
