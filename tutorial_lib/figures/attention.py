@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from ..attention import MultiHeadAttention
-from .common import HEAD_COLOURS
+from .common import HEAD_COLOURS, INK
 from .trace import letters_of, trace_tensors
 
 __all__ = ["ShapeStep", "multihead_shape_trace", "shape_trace_html", "draw_attention_maps"]
@@ -54,32 +54,41 @@ def multihead_shape_trace(mha: MultiHeadAttention, x: Tensor) -> tuple[list[Shap
 def _probe_trace() -> list:
     """The same call at probe sizes (d_v differs from d_k there, so v's axes read d_v)."""
     p = _PROBE
-    with torch.device("meta"):
-        mha = MultiHeadAttention(p["H"], p["D"], p["d_k"], p["d_v"], dropout=0.0).eval()
-        x = torch.zeros(p["B"], p["T"], p["D"])
+    mha = MultiHeadAttention(p["H"], p["D"], p["d_k"], p["d_v"], dropout=0.0).eval()
+    x = torch.zeros(p["B"], p["T"], p["D"])
+    with torch.no_grad():
         return trace_tensors(mha, x, x, x)[1]
 
 
+@functools.lru_cache(maxsize=16)
+def _module(n_head: int, d_model: int) -> MultiHeadAttention:
+    """The paper's layout, d_k = d_v = D/H; its weights do not matter to the shapes."""
+    d_k = d_model // n_head
+    return MultiHeadAttention(n_head, d_model, d_k, d_k, dropout=0.0).eval()
+
+
 def _head_bar(step: ShapeStep, H: int) -> str:
-    """A small bar for the last axis, coloured by head where the axis holds heads."""
-    width = 180
+    """The last axis as a small bar, coloured by head where it holds the heads side by side."""
     if "H·" in step.letters.rsplit(",", 1)[-1]:
         cells = "".join(
-            f'<span style="display:inline-block;width:{width / H:.1f}px;height:10px;'
+            f'<span style="display:inline-block;width:{96 / H:.1f}px;height:10px;'
             f'background:{HEAD_COLOURS[h % len(HEAD_COLOURS)]}"></span>'
             for h in range(H)
         )
-        return f'<span title="{H} heads side by side">{cells}</span>'
+        return f'<span title="{H} heads side by side" style="white-space:nowrap">{cells}</span>'
     if "H," in step.letters:
-        return f'<span style="font-size:0.85em">no: the {H} heads have their own axis</span>'
-    return '<span style="font-size:0.85em">no</span>'
+        return "own axis"
+    return "—"
 
 
 def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
     """An HTML table of every tensor one multi-head self-attention call makes.
 
     d_k = d_v = d_model // n_head, as in the paper. Shapes are measured by running
-    ``MultiHeadAttention.forward`` on the meta device (shapes, no numbers), not typed.
+    ``MultiHeadAttention.forward`` on zeros of those sizes (a few ms on a CPU), not typed.
+    (Not on PyTorch's meta device: its first forward pass costs seconds of set-up.)
+    Each numbered step and each line of code heads the rows of the tensors it made, so
+    the table stays narrow enough for the book's column.
     """
     if d_model % n_head:
         return (
@@ -87,57 +96,70 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
             "choice d_k = d_model / n_head is not a whole number.</p>"
         )
     d_k = d_model // n_head
-    with torch.device("meta"):
-        mha = MultiHeadAttention(n_head, d_model, d_k, d_k, dropout=0.0).eval()
-        steps, _ = multihead_shape_trace(mha, torch.zeros(B, T, d_model))
+    with torch.no_grad():
+        steps, _ = multihead_shape_trace(_module(n_head, d_model), torch.zeros(B, T, d_model))
     rows = []
     for i, s in enumerate(steps):
         numel = 1
         for n in s.shape:
             numel *= n
-        step = s.step if i == 0 or steps[i - 1].step != s.step else ""
+        if i == 0 or steps[i - 1].step != s.step:
+            rows.append(f'<tr><th colspan="6" style="text-align:left;padding-top:6px">'
+                        f"step {html.escape(s.step)}</th></tr>")  # fmt: skip
+        if i == 0 or steps[i - 1].code != s.code or steps[i - 1].step != s.step:
+            rows.append(f'<tr><td colspan="6" style="padding-left:1em">'
+                        f"{_code(s.code.split('  #')[0])}</td></tr>")  # fmt: skip
         rows.append(
-            "<tr>"
-            f"<td>{html.escape(step)}</td>"
-            f"<td><code>{html.escape(s.code.split('  #')[0])}</code></td>"
-            f"<td><code>{html.escape(s.op)}</code></td>"
-            f"<td><code>{html.escape(s.letters)}</code></td>"
-            f"<td><code>{tuple(s.shape)}</code></td>"
+            '<tr><td style="padding-left:2em">'
+            f"{_code(s.op)}</td><td>{_code(s.letters)}</td><td>{_code(str(tuple(s.shape)))}</td>"
             f"<td style='text-align:right'>{numel:,}</td>"
             f"<td>{'yes' if s.contiguous else '<b>no</b>'}</td>"
-            f"<td>{_head_bar(s, n_head)}</td>"
-            "</tr>"
+            f"<td>{_head_bar(s, n_head)}</td></tr>"
         )
     head = (
-        "<tr><th>step</th><th>line of MultiHeadAttention</th><th>operation</th><th>letters</th>"
-        "<th>shape</th><th>elements</th><th>contiguous</th><th>heads on the last axis?</th></tr>"
+        "<tr><th>operation</th><th>letters</th><th>shape</th><th>elements</th>"
+        "<th>contiguous</th><th>heads on the last axis</th></tr>"
     )
     caption = (
         f"B={B}, T={T}, D=d_model={d_model}, H=n_head={n_head}, so d_k=d_v={d_k}. "
         f"The attention weights hold {n_head}·B·T² = {n_head * B * T * T:,} numbers."
     )
     return (
-        '<table class="shape-trace" style="font-size:0.85em;border-collapse:collapse">'
-        f"<caption style='caption-side:top;text-align:left'>{caption}</caption>"
+        f'<table class="shape-trace" style="font-size:14px;border-collapse:collapse;color:{INK}">'
+        f"<caption style='caption-side:top;text-align:left;color:{INK}'>{caption}</caption>"
         f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
+def _code(text: str) -> str:
+    """Code in a table cell, in the table's own dark ink (a dark page's pale code colour would
+    vanish on the table's white ground)."""
+    return '<code style="color:inherit;background:#f2f2f2">' + html.escape(text) + "</code>"
+
+
 def draw_attention_maps(fig, weights: Tensor, titles: list[str], tokens: list[str] | None = None):
-    """One heatmap per map in ``weights`` (n, T_q, T_k), side by side, sharing a colour scale."""
+    """One heatmap per map in ``weights`` (n, T_q, T_k), side by side, sharing a colour scale.
+
+    Only the first panel names its y-axis (the others share it); ticks are whole positions;
+    titles may hold a line break to stay within their panel.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    fig.set_layout_engine("constrained")
     weights = weights.detach().cpu()
     n = weights.shape[0]
-    axes = fig.subplots(1, n, squeeze=False)[0]
+    axes = fig.subplots(1, n, squeeze=False, sharey=True)[0]
     image = None
     for ax, w, title in zip(axes, weights, titles, strict=True):
         image = ax.imshow(w.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("key position j", fontsize=8)
-        ax.set_ylabel("query position i", fontsize=8)
+        ax.set_title(title)
+        ax.set_xlabel("key position j")
         if tokens is not None:
-            ax.set_xticks(range(len(tokens)), tokens, fontsize=7)
-            ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+            ax.set_xticks(range(len(tokens)), tokens)
+            ax.set_yticks(range(len(tokens)), tokens)
         else:
-            ax.tick_params(labelsize=7)
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+    axes[0].set_ylabel("query position i")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="attention weight")
     return axes
