@@ -78,7 +78,11 @@ def first_load(browser, url: str, width: int = 1280, **context) -> tuple[FirstLo
 
     page.on("requestfinished", finished)
     page.goto(url, wait_until="load")
-    settle(page)
+    try:
+        settle(page)
+    except Exception:  # a page that redirects (the root index) navigates while we wait
+        page.wait_for_load_state("load")
+        settle(page)
     return load, page
 
 

@@ -108,7 +108,7 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
                         f"step {html.escape(s.step)}</th></tr>")  # fmt: skip
         if i == 0 or steps[i - 1].code != s.code or steps[i - 1].step != s.step:
             rows.append(f'<tr><td colspan="6" style="padding-left:1em">'
-                        f"{_code(s.code.split('  #')[0])}</td></tr>")  # fmt: skip
+                        f"{_code(s.code.split('  #')[0], wrap=True)}</td></tr>")  # fmt: skip
         rows.append(
             '<tr><td style="padding-left:2em">'
             f"{_code(s.op)}</td><td>{_code(s.letters)}</td><td>{_code(str(tuple(s.shape)))}</td>"
@@ -131,10 +131,15 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
     )
 
 
-def _code(text: str) -> str:
+def _code(text: str, wrap: bool = False) -> str:
     """Code in a table cell, in the table's own dark ink (a dark page's pale code colour would
-    vanish on the table's white ground)."""
-    return '<code style="color:inherit;background:#f2f2f2">' + html.escape(text) + "</code>"
+    vanish on the table's white ground); kept on one line unless ``wrap``."""
+    space = "normal" if wrap else "nowrap"
+    return (
+        f'<code style="color:inherit;background:#f2f2f2;white-space:{space}">'
+        + html.escape(text)
+        + "</code>"
+    )
 
 
 def draw_attention_maps(fig, weights: Tensor, titles: list[str], tokens: list[str] | None = None):

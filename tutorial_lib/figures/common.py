@@ -144,6 +144,7 @@ def _raise_small_text(fig) -> None:
 
     pad = 2 * mpl.rcParams["savefig.pad_inches"]  # the tight box is saved with a margin
     for _ in range(2):
+        fig.draw_without_rendering()  # runs the layout engine: the saved width is the final one
         width_in = fig.get_tightbbox(fig.canvas.get_renderer()).width + pad
         floor = min_font_points(width_in)
         raised = False

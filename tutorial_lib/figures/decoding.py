@@ -60,11 +60,12 @@ def draw_decoding_step(record: DecodingRecord, step: int) -> str:
     shown = torch.full((T_out, T_src), float("nan"))
     shown[:step] = record.cross[:step]
 
-    cell = max(12, min(22, 300 // max(T_src, T_out)))
+    # Cells sized so that the panel fits a phone's 340 px column for inputs up to 17 tokens.
+    cell = max(12, min(22, 240 // max(T_src, T_out)))
     panel = Panel(
-        48 + cell * T_src + 74, 48 + cell * T_out + 44, xlim=(-0.5, T_src - 0.5),
+        48 + cell * T_src + 62, 48 + cell * T_out + 44, xlim=(-0.5, T_src - 0.5),
         ylim=(T_out - 0.5, -0.5), title="cross-attention, mean over heads",
-        xlabel="source token (key)", ylabel="decoding step (query)", margins=(48, 24, 74, 44),
+        xlabel="source token (key)", ylabel="decoding step (query)", margins=(48, 24, 62, 44),
     )  # fmt: skip
     panel.image(matrix_png(shown.numpy(), "viridis", 0.0, 1.0))
     panel.rect(-0.5, step - 1.5, T_src - 0.5, step - 0.5, stroke=_STEP_COLOUR, width=2.5)

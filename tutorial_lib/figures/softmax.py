@@ -115,7 +115,7 @@ def _bars(items: list[tuple[str, float, float, str]], title: str) -> str:
         width = max(0.0, min(1.0, value / full)) * 100
         rows.append(
             '<div style="display:flex;align-items:center;gap:8px;flex-wrap:wrap">'
-            f'<span style="min-width:17em">{html.escape(name)}: <b>{value:.3f}</b></span>'
+            f'<span style="min-width:19em">{html.escape(name)}: <b>{value:.3f}</b></span>'
             '<span style="display:inline-block;width:160px;height:12px;background:#e6e6e6">'
             f'<span style="display:block;width:{width:.1f}%;height:12px;background:{colour}">'
             f'</span></span><span style="color:{MUTED}">{html.escape(note)}</span></div>'

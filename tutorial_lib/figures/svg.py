@@ -208,7 +208,7 @@ class Panel:
                 f'<text x="{x0 + 14}" y="{_num(y + 4)}">{html.escape(tick_label(v))}</text>'
             )
         if label:
-            cx = x0 + 50
+            cx = x0 + 44
             self.labels.append(
                 f'<text transform="translate({cx} {self.top + self.ph / 2}) rotate(90)" '
                 f'text-anchor="middle">{html.escape(label)}</text>'
