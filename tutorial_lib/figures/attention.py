@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from ..attention import MultiHeadAttention
-from .common import HEAD_COLOURS, INK
+from .common import HEAD_COLOURS, INK, code_html
 from .trace import letters_of, trace_tensors
 
 __all__ = ["ShapeStep", "multihead_shape_trace", "shape_trace_html", "draw_attention_maps"]
@@ -108,10 +108,11 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
                         f"step {html.escape(s.step)}</th></tr>")  # fmt: skip
         if i == 0 or steps[i - 1].code != s.code or steps[i - 1].step != s.step:
             rows.append(f'<tr><td colspan="6" style="padding-left:1em">'
-                        f"{_code(s.code.split('  #')[0], wrap=True)}</td></tr>")  # fmt: skip
+                        f"{code_html(s.code.split('  #')[0], wrap=True)}</td></tr>")  # fmt: skip
         rows.append(
             '<tr><td style="padding-left:2em">'
-            f"{_code(s.op)}</td><td>{_code(s.letters)}</td><td>{_code(str(tuple(s.shape)))}</td>"
+            f"{code_html(s.op)}</td><td>{code_html(s.letters)}</td>"
+            f"<td>{code_html(str(tuple(s.shape)))}</td>"
             f"<td style='text-align:right'>{numel:,}</td>"
             f"<td>{'yes' if s.contiguous else '<b>no</b>'}</td>"
             f"<td>{_head_bar(s, n_head)}</td></tr>"
@@ -128,17 +129,6 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
         f'<table class="shape-trace" style="font-size:14px;border-collapse:collapse;color:{INK}">'
         f"<caption style='caption-side:top;text-align:left;color:{INK}'>{caption}</caption>"
         f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def _code(text: str, wrap: bool = False) -> str:
-    """Code in a table cell, in the table's own dark ink (a dark page's pale code colour would
-    vanish on the table's white ground); kept on one line unless ``wrap``."""
-    space = "normal" if wrap else "nowrap"
-    return (
-        f'<code style="color:inherit;background:#f2f2f2;white-space:{space}">'
-        + html.escape(text)
-        + "</code>"
     )
 
 

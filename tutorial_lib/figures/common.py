@@ -26,6 +26,7 @@ __all__ = [
     "palette_png",
     "matrix_png",
     "html_table",
+    "code_html",
     "use_book_style",
     "min_font_points",
 ]
@@ -120,6 +121,16 @@ def html_table(
     return (
         f'<table class="book-table" style="border-collapse:collapse;color:{INK};'
         f'background:#fff">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
+
+
+def code_html(text: str, wrap: bool = False) -> str:
+    """Code inside a figure or table: in its own dark ink on the white ground (a dark page's
+    pale code colour would vanish there), kept on one line unless ``wrap``."""
+    space = "normal" if wrap else "nowrap"
+    return (
+        f'<code style="color:inherit;background:#f2f2f2;white-space:{space}">'
+        f"{html.escape(text)}</code>"
     )
 
 

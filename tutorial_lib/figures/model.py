@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..data import PAD, to_text
 from ..model import Transformer, TransformerConfig, count_parameters, source_mask, target_mask
-from .common import INK, html_table
+from .common import INK, code_html, html_table
 
 # The decoding explorer, importable from here as before (documented in .decoding).
 from .decoding import DecodingRecord as DecodingRecord
@@ -210,8 +210,7 @@ def model_shape_html(B: int, T_src: int, T_tgt: int, d_model: int, n_head: int, 
             where = f'<td rowspan="{span}" style="vertical-align:top">{html.escape(r.part)}</td>'
         body.append(
             f"<tr>{where}<td>{html.escape(r.tensor)}</td>"
-            f'<td><code style="color:inherit;background:none">{html.escape(r.letters)}</code></td>'
-            f'<td><code style="color:inherit;background:none">{r.shape}</code></td>'
+            f"<td>{code_html(r.letters)}</td><td>{code_html(str(r.shape))}</td>"
             f'<td style="text-align:right">{params}</td></tr>'
         )
     weights = N * n_head * B * (T_src * T_src + T_tgt * T_tgt + T_tgt * T_src)
