@@ -78,3 +78,15 @@ def test_attention_maps_share_one_y_label_and_whole_position_ticks():
         ticks = list(ax.get_xticks()) + list(ax.get_yticks())
         assert all(float(t).is_integer() for t in ticks), ticks
     assert len(fig.axes) == 4  # three maps and their shared colour bar
+
+
+@pytest.mark.parametrize(
+    "B,T,D,H", [(2, 4, 512, 8), (1, 16, 64, 1), (4, 1, 64, 2), (1, 1, 8, 8), (3, 5, 12, 3)]
+)
+def test_shape_steps_equal_a_direct_run_at_those_sizes(B, T, D, H):
+    from tutorial_lib.figures.attention import shape_steps
+
+    mha = MultiHeadAttention(H, D, D // H, D // H, dropout=0.0).eval()
+    with torch.no_grad():
+        direct, _ = multihead_shape_trace(mha, torch.zeros(B, T, D))
+    assert shape_steps(B, T, D, H) == direct

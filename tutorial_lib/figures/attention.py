@@ -16,7 +16,13 @@ from ..attention import MultiHeadAttention
 from .common import HEAD_COLOURS, INK, code_html
 from .trace import letters_of, trace_tensors
 
-__all__ = ["ShapeStep", "multihead_shape_trace", "shape_trace_html", "draw_attention_maps"]
+__all__ = [
+    "ShapeStep",
+    "multihead_shape_trace",
+    "shape_steps",
+    "shape_trace_html",
+    "draw_attention_maps",
+]
 
 # Probe sizes: a distinct prime per letter, so every size in a traced shape names its letter.
 _PROBE = {"B": 2, "T": 3, "H": 5, "d_k": 7, "D": 11, "d_v": 13}
@@ -61,10 +67,50 @@ def _probe_trace() -> list:
 
 
 @functools.lru_cache(maxsize=16)
-def _module(n_head: int, d_model: int) -> MultiHeadAttention:
-    """The paper's layout, d_k = d_v = D/H; its weights do not matter to the shapes."""
+def _contiguity(ones: tuple[str, ...]) -> tuple[bool, ...]:
+    """Which traced tensors are contiguous when the letters in ``ones`` have size 1.
+
+    Whether a transposed tensor is laid out in order depends on the sizes only through which
+    axes have size 1 (moving a size-1 axis moves nothing), so a run at the probe sizes with
+    those letters set to 1 answers for every size: a few milliseconds, however large the
+    frame's sizes.
+    """
+    p = _PROBE | dict.fromkeys(ones, 1)
+    mha = MultiHeadAttention(p["H"], p["D"], p["d_k"], p["d_v"], dropout=0.0).eval()
+    x = torch.zeros(p["B"], p["T"], p["D"])
+    with torch.no_grad():
+        traced = trace_tensors(mha, x, x, x)[1]
+    if [t.op for t in traced] != [t.op for t in _probe_trace()]:
+        raise RuntimeError("the run with sizes of 1 took another path than the probe run")
+    return tuple(t.contiguous for t in traced)
+
+
+def _sizes_of(letters: str, sizes: dict[str, int]) -> tuple[int, ...]:
+    """'(B, T, H·d_k)' at ``sizes`` -> its shape."""
+    shape = []
+    for axis in letters.strip("()").split(", "):
+        n = 1
+        for factor in axis.split("·"):
+            n *= sizes[factor] if factor in sizes else int(factor)
+        shape.append(n)
+    return tuple(shape)
+
+
+def shape_steps(B: int, T: int, d_model: int, n_head: int) -> list[ShapeStep]:
+    """The steps :func:`multihead_shape_trace` records for ``mha(x, x, x)`` at these sizes
+    (d_k = d_v = D/H), without running at these sizes: the letters of the probe run, read at
+    these sizes, and the contiguity of a run whose sizes of 1 are the same (the tests compare
+    both with a direct run)."""
     d_k = d_model // n_head
-    return MultiHeadAttention(n_head, d_model, d_k, d_k, dropout=0.0).eval()
+    sizes = {"B": B, "T": T, "H": n_head, "d_k": d_k, "D": d_model, "d_v": d_k}
+    ones = tuple(letter for letter in ("B", "T", "H", "d_k", "d_v") if sizes[letter] == 1)
+    steps = []
+    for t, contiguous in zip(_probe_trace(), _contiguity(ones), strict=True):
+        letters = letters_of(t.shape, _PROBE)
+        steps.append(
+            ShapeStep(t.step, t.code, t.op, _sizes_of(letters, sizes), letters, contiguous)
+        )
+    return steps
 
 
 def _head_bar(step: ShapeStep, H: int) -> str:
@@ -85,9 +131,8 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
     """An HTML table of every tensor one multi-head self-attention call makes.
 
     d_k = d_v = d_model // n_head, as in the paper. Shapes are measured by running
-    ``MultiHeadAttention.forward`` on zeros of those sizes (a few ms on a CPU), not typed.
-    (Not on PyTorch's meta device: its first forward pass costs seconds of set-up.)
-    Each numbered step and each line of code heads the rows of the tensors it made, so
+    ``MultiHeadAttention.forward`` (see :func:`shape_steps`), not typed. Each numbered step
+    and each line of code heads the rows of the tensors it made, so
     the table stays narrow enough for the book's column.
     """
     if d_model % n_head:
@@ -96,8 +141,7 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
             "choice d_k = d_model / n_head is not a whole number.</p>"
         )
     d_k = d_model // n_head
-    with torch.no_grad():
-        steps, _ = multihead_shape_trace(_module(n_head, d_model), torch.zeros(B, T, d_model))
+    steps = shape_steps(B, T, d_model, n_head)
     rows = []
     for i, s in enumerate(steps):
         numel = 1
