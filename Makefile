@@ -35,21 +35,15 @@ $(SETUP_STAMP): requirements.txt pyproject.toml
 # MathJax, require.js and the ipywidgets HTML manager, from the npm registry, served by the book itself.
 web: $(WEB_STAMP)
 
-$(WEB_STAMP): package.json package-lock.json book/_ext/widgets-offline.js
+$(WEB_STAMP): package.json package-lock.json book/_ext/widgets-offline.js book/_ext/offline_web.py
 	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	rm -rf webassets && mkdir -p webassets/mathjax webassets/html-manager/dist
-	cp -r node_modules/mathjax/es5/{tex-chtml.js,a11y,adaptors,input,output,sre,ui} webassets/mathjax/
+	cp -r node_modules/mathjax/es5/{startup.js,core.js,a11y,adaptors,input,output,ui} webassets/mathjax/
 	cp node_modules/requirejs/require.js webassets/require.min.js
 	cp node_modules/@jupyter-widgets/html-manager/dist/embed-amd.js webassets/html-manager/
 	cp node_modules/@jupyter-widgets/html-manager/dist/*.{woff,woff2,ttf,eot,svg} webassets/html-manager/dist/
 	cp book/_ext/widgets-offline.js webassets/
-	# Noto Sans SC in unicode-range slices: a page fetches only the slices its Chinese needs.
-	mkdir -p webassets/noto-sans-sc/files
-	for w in 400 700; do \
-	  cp node_modules/@fontsource/noto-sans-sc/files/*-$$w-normal.woff2 webassets/noto-sans-sc/files/; \
-	  sed -E "s/, url\([^)]*\.woff\) format\('woff'\)//" node_modules/@fontsource/noto-sans-sc/$$w.css \
-	    > webassets/noto-sans-sc/$$w.css; \
-	done
+	# Noto Sans SC is read from node_modules when the build ends, cut to the book's characters.
 	touch $@
 
 # Offline when npm is here; otherwise say so once and build with the CDN defaults.

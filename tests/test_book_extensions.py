@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 import editions  # noqa: E402
 import learner  # noqa: E402
 import offline_web  # noqa: E402
+import plain_math  # noqa: E402
 import seeded_cache  # noqa: E402
 
 
@@ -20,6 +21,8 @@ def fake_config(**values):
         "html_css_files": ["book.css"],
         "mathjax_path": "https://cdn.example/mathjax.js",
         "nb_ipywidgets_js": {"https://cdn.example/require.js": {}},
+        "mathjax3_config": {"options": {"processHtmlClass": "math"}},
+        "templates_path": [],
         "hide_solutions": False,
         "html_context": {},
         "html_theme_options": {"launch_buttons": {"colab_url": "https://colab"}},
@@ -29,13 +32,17 @@ def fake_config(**values):
 
 def test_offline_assets_replace_every_cdn_script(tmp_path):
     (tmp_path / "webassets" / "mathjax").mkdir(parents=True)
-    (tmp_path / "webassets" / "mathjax" / "tex-chtml.js").write_text("")
+    (tmp_path / "webassets" / "mathjax" / "startup.js").write_text("")
     config = fake_config()
     offline_web.configure_offline_assets(SimpleNamespace(srcdir=str(tmp_path)), config)
     assert config.html_static_path == ["webassets"]
-    assert config.mathjax_path == "mathjax/tex-chtml.js"
+    # MathJax's parts without its contextual menu; the page's own options are kept.
+    assert config.mathjax_path == "mathjax/startup.js"
+    assert config.mathjax3_config["loader"]["load"] == offline_web.MATHJAX_COMPONENTS
+    assert config.mathjax3_config["options"] == {"processHtmlClass": "math"}
     assert not any("://" in url for url in config.nb_ipywidgets_js)
-    assert config.html_css_files == ["book.css", "noto-sans-sc/400.css", "noto-sans-sc/700.css"]
+    assert config.html_css_files == ["book.css", offline_web.FONTS_CSS]
+    assert config.templates_path[-1].endswith("templates")  # the head without FontAwesome's script
 
 
 def test_without_assets_the_cdn_defaults_stay(tmp_path):
@@ -43,7 +50,30 @@ def test_without_assets_the_cdn_defaults_stay(tmp_path):
     offline_web.configure_offline_assets(SimpleNamespace(srcdir=str(tmp_path)), config)
     assert config.mathjax_path.startswith("https://")
     assert config.html_static_path == []
-    assert config.html_css_files == ["book.css"]
+
+
+def test_book_kernels_are_told_to_draw_static_explorers(monkeypatch):
+    monkeypatch.delenv("BOOK_EXPLORERS", raising=False)
+    offline_web.static_explorers(None)
+    import os
+
+    from tutorial_lib.figures.explorer import STATIC_ENV
+
+    assert os.environ[STATIC_ENV] == "static"
+
+
+@pytest.mark.parametrize(
+    "tex,plain",
+    [
+        (r"\sqrt{d_{model}}", "√d_model"),
+        (r"\frac{QK^\top}{\sqrt{d_k}}", "QKᵀ/√d_k"),
+        (r"\mathrm{softmax}\left(\frac{q \cdot k}{\sqrt{d_k}}\right)", "softmax((q · k)/√d_k)"),
+        (r"O(T^2 D)", "O(T² D)"),
+        (r"\lVert J \rVert_F \le \tfrac{1}{2}", "‖ J ‖_F ≤ 1/2"),
+    ],
+)
+def test_math_reads_as_plain_text_where_it_cannot_be_typeset(tex, plain):
+    assert plain_math.tex_to_text(tex) == plain
 
 
 @pytest.mark.parametrize("edition,hidden", [(None, True), ("student", True), ("instructor", False)])

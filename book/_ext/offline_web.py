@@ -1,13 +1,32 @@
-"""Serve MathJax, require.js, the ipywidgets HTML manager and a CJK font from the built site.
+"""Serve the book's web assets from the site itself, and only what a page uses.
 
-By default a Jupyter Book page loads all three from CDNs, so offline the math
-shows raw TeX and saved widgets stay blank. `make web` copies them from the
-npm registry's packages into ``webassets/``; when that folder is there, this
-extension points Sphinx and MyST-NB at the copies, which Sphinx then writes
-into ``_build/html/_static``. Without it (no npm on the machine) the book
-still builds, with the CDN defaults.
+By default a Jupyter Book page loads MathJax and the ipywidgets manager from CDNs, so
+offline the math shows raw TeX and saved widgets stay blank. `make web` copies them from
+the npm registry's packages into ``webassets/``; when that folder is there, this extension
+points Sphinx and MyST-NB at the copies, which Sphinx writes into ``_build/html/_static``.
+Without it (no npm on the machine) the book still builds, with the CDN defaults.
+
+It also keeps every page light:
+
+* MathJax is loaded as its parts (startup, TeX input, CHTML output, the assistive MathML),
+  without the 0.4 MB contextual menu of the combined ``tex-chtml.js``; Sphinx adds it only
+  to pages that have math.
+* Explorers show their static face in the book, so the kernels that execute the chapters
+  are told so (``BOOK_EXPLORERS=static``): they then create no widget, the pages carry no
+  widget state, and MyST-NB adds no 3.6 MB widget manager to them.
+* The theme's 1.5 MB FontAwesome script is left out (``templates/layout.html``); its icon
+  fonts, cut to the glyphs the built pages use, draw the icons instead.
+* The Chinese font (Noto Sans SC, for readers whose system has none) is cut to the
+  characters the book contains, in the unicode-range slices they fall in.
+
+The cut fonts and their CSS, ``_static/book-fonts.css``, are written when the build ends,
+from the pages as built.
 """
 
+from __future__ import annotations
+
+import os
+import re
 from pathlib import Path
 
 from sphinx.util import logging
@@ -15,11 +34,22 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 ASSETS = "webassets"
+FONTS_CSS = "book-fonts.css"
+NOTO = Path("node_modules") / "@fontsource" / "noto-sans-sc"
+MATHJAX_COMPONENTS = ["input/tex", "output/chtml", "a11y/assistive-mml"]
+
+
+def static_explorers(app):
+    """The kernels that execute the chapters inherit this: explorers draw every frame and
+    create no widget (see tutorial_lib.figures.explorer)."""
+    os.environ["BOOK_EXPLORERS"] = "static"
 
 
 def configure_offline_assets(app, config):
+    config.templates_path = [*config.templates_path, str(Path(__file__).parent / "templates")]
+    config.html_css_files = [*config.html_css_files, FONTS_CSS]
     assets = Path(app.srcdir) / ASSETS
-    if not (assets / "mathjax" / "tex-chtml.js").is_file():
+    if not (assets / "mathjax" / "startup.js").is_file():
         logger.info(
             "offline_web: no %s/ folder, so pages load MathJax and widget "
             "scripts from CDNs (run `make web` to serve them from the site)",
@@ -28,14 +58,11 @@ def configure_offline_assets(app, config):
         return
     config.html_static_path = [*config.html_static_path, ASSETS]
     # Relative paths are read relative to _static by both Sphinx and MyST-NB.
-    config.mathjax_path = "mathjax/tex-chtml.js"
-    # A Chinese font for readers whose system has none (the chapter titles carry the
-    # original questions in Chinese); book.css names it last in the font stack.
-    config.html_css_files = [
-        *config.html_css_files,
-        "noto-sans-sc/400.css",
-        "noto-sans-sc/700.css",
-    ]
+    config.mathjax_path = "mathjax/startup.js"
+    mathjax = dict(config.mathjax3_config or {})
+    mathjax["loader"] = {"load": MATHJAX_COMPONENTS}
+    config.mathjax3_config = mathjax
+    # Only pages whose notebook saved widget state load these; the book's explorers save none.
     config.nb_ipywidgets_js = {
         "require.min.js": {},
         "widgets-offline.js": {},
@@ -43,6 +70,135 @@ def configure_offline_assets(app, config):
     }
 
 
+def _built_pages(outdir: Path):
+    return [p for p in outdir.rglob("*.html") if "_static" not in p.parts]
+
+
+def _icon_codepoints(outdir: Path, theme_css: str) -> set[int]:
+    """Private-use codepoints the site uses: icon classes in pages and scripts, CSS icons."""
+    icon = {}
+    rule = r"((?:\.fa-[a-z0-9-]+:{1,2}before,?)+)\{content:\"\\(\w+)\"\}"
+    for selectors, code in re.findall(rule, theme_css):
+        for name in re.findall(r"\.(fa-[a-z0-9-]+)", selectors):
+            icon[name] = int(code, 16)
+    used = set()
+    texts, scripts = [], set()
+    for page in _built_pages(outdir):
+        text = page.read_text(encoding="utf-8", errors="ignore")
+        texts.append(text)
+        for src in re.findall(r'<script[^>]*src="([^"?#]+)', text):
+            if "://" not in src and "fontawesome" not in src:
+                scripts.add((page.parent / src).resolve())
+    # The scripts pages load may add icons of their own (the theme's, the launch buttons').
+    texts += [p.read_text(encoding="utf-8", errors="ignore") for p in scripts if p.is_file()]
+    for text in texts:
+        used |= {icon[name] for name in re.findall(r"\b(fa-[a-z0-9-]+)", text) if name in icon}
+    # Icons CSS draws itself (admonition titles, toggles): PUA characters outside icon classes.
+    for css in (outdir / "_static").rglob("*.css"):
+        text = css.read_text(encoding="utf-8", errors="ignore")
+        text = re.sub(r"(?:\.fa-[a-z0-9-]+:{1,2}before,?)+\{content:\"\\\w+\"\}", "", text)
+        used |= {int(c, 16) for c in re.findall(r"\\(f[0-9a-f]{3}|e[0-9a-f]{3})\b", text)}
+        used |= {ord(c) for c in text if 0xE000 <= ord(c) <= 0xF8FF}
+    return used
+
+
+def _subset(source: Path, codepoints: set[int], target: Path) -> bool:
+    """Write the glyphs of ``codepoints`` that ``source`` has as a WOFF font; False if none."""
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    font = TTFont(source)
+    present = codepoints & set(font.getBestCmap())
+    if not present:
+        return False
+    options = subset.Options()
+    options.flavor = "woff"  # zlib: WOFF2 would need brotli, which is not installed here
+    options.layout_features = ["*"]
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=present)
+    subsetter.subset(font)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    font.save(target)
+    return True
+
+
+def _icon_fonts(outdir: Path) -> list[str]:
+    """@font-face rules that replace the theme's icon fonts with cut-down copies."""
+    import pydata_sphinx_theme
+
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
+    css = (theme / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    used = _icon_codepoints(outdir, css)
+    rules = []
+    for family, weight, name in (
+        ("Font Awesome 6 Free", 900, "fa-solid-900"),
+        ("Font Awesome 6 Free", 400, "fa-regular-400"),
+        ("Font Awesome 6 Brands", 400, "fa-brands-400"),
+    ):
+        source = theme / "vendor" / "fontawesome" / "webfonts" / f"{name}.ttf"
+        target = outdir / "_static" / "book-fonts" / f"{name}.woff"
+        if source.is_file() and _subset(source, used, target):
+            rules.append(
+                f'@font-face{{font-family:"{family}";font-style:normal;font-weight:{weight};'
+                f'font-display:block;src:url(book-fonts/{name}.woff) format("woff")}}'
+            )
+    return rules
+
+
+def _ranges(spec: str) -> list[tuple[int, int]]:
+    out = []
+    for part in spec.split(","):
+        part = part.strip().removeprefix("U+").removeprefix("u+")
+        lo, _, hi = part.partition("-")
+        out.append((int(lo, 16), int(hi or lo, 16)))
+    return out
+
+
+def _chinese_fonts(srcdir: Path, outdir: Path) -> list[str]:
+    """@font-face rules for Noto Sans SC, each slice cut to the characters the pages hold."""
+    noto = srcdir / NOTO
+    if not noto.is_dir():
+        return []
+    chars = set()
+    for page in _built_pages(outdir):
+        chars |= {
+            ord(c) for c in page.read_text(encoding="utf-8", errors="ignore") if ord(c) > 0x2000
+        }
+    rules = []
+    for weight in (400, 700):
+        css = (noto / f"{weight}.css").read_text(encoding="utf-8")
+        for block in re.findall(r"@font-face\s*\{[^}]*\}", css):
+            woff = re.search(r"url\(\./files/([^)]+\.woff)\)", block)
+            spec = re.search(r"unicode-range:\s*([^;]+);", block)
+            if not woff or not spec:
+                continue
+            wanted = {c for c in chars if any(lo <= c <= hi for lo, hi in _ranges(spec.group(1)))}
+            if not wanted:
+                continue
+            name = woff.group(1)
+            if not _subset(noto / "files" / name, wanted, outdir / "_static" / "book-fonts" / name):
+                continue
+            used = ",".join(f"U+{c:x}" for c in sorted(wanted))
+            rules.append(
+                f'@font-face{{font-family:"Noto Sans SC";font-style:normal;font-weight:{weight};'
+                f'font-display:swap;src:url(book-fonts/{name}) format("woff");'
+                f"unicode-range:{used}}}"
+            )
+    return rules
+
+
+def write_fonts(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    rules = ["/* Written by book/_ext/offline_web.py when the build ends. */"]
+    rules += _icon_fonts(outdir)
+    rules += _chinese_fonts(Path(app.srcdir), outdir)
+    (outdir / "_static" / FONTS_CSS).write_text("\n".join(rules) + "\n", encoding="utf-8")
+
+
 def setup(app):
     app.connect("config-inited", configure_offline_assets, priority=100)
+    app.connect("builder-inited", static_explorers)
+    app.connect("build-finished", write_fonts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

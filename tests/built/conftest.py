@@ -1,12 +1,11 @@
 """Fixtures for tests on the built book in _build/html (run after the build)."""
 
-import functools
-import http.server
 import os
-import threading
 from pathlib import Path
 
 import pytest
+
+from .pageload import QuietHandler, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -30,20 +29,14 @@ def html_root() -> Path:
     return HTML
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+__all__ = ["QuietHandler", "built_pages", "CHROMIUM", "CHROMIUM_ARGS"]
 
 
 @pytest.fixture(scope="session")
 def server(html_root):
     """The built book served on 127.0.0.1, as `make serve` does."""
-    handler = functools.partial(QuietHandler, directory=str(html_root))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(html_root) as url:
+        yield url
 
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

@@ -61,7 +61,8 @@ def test_no_machine_paths_in_pages(page):
 
 
 def test_math_and_widgets_are_served_by_the_site(html_root):
-    assert (html_root / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert (html_root / "_static" / "mathjax" / "startup.js").is_file()
+    assert (html_root / "_static" / "mathjax" / "input" / "tex.js").is_file()
     assert (html_root / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
     assert (html_root / "_static" / "html-manager" / "embed-amd.js").is_file()
     assert (html_root / "_static" / "require.min.js").is_file()
@@ -136,3 +137,89 @@ def test_no_unrendered_directives(page):
     """Directive text in a page means a parser read it as prose (e.g. autodoc output in MyST)."""
     text = (HTML / page).read_text()
     assert not re.search(r"\.\. (py:|auto\w+::|\w+::)", text), f"raw directive text in {page}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_page_loads_only_what_it_uses(page):
+    """No FontAwesome script anywhere; the widget manager and MathJax only where needed."""
+    text = (HTML / page).read_text()
+    scripts = re.findall(r'<script[^>]*src="([^"]+)"', text)
+    assert not any("fontawesome" in s for s in scripts), "the 1.5 MB FontAwesome script"
+    has_state = "application/vnd.jupyter.widget-state+json" in text
+    assert any("embed-amd" in s for s in scripts) == has_state, "widget manager without widgets"
+    has_math = 'class="math' in text
+    assert any("mathjax" in s for s in scripts) == has_math, "MathJax on a page without math"
+
+
+def test_icon_fonts_hold_every_icon_the_pages_use(html_root):
+    from fontTools.ttLib import TTFont
+
+    css = (html_root / "_static" / "styles" / "pydata-sphinx-theme.css").read_text()
+    codes = {}
+    for selectors, code in re.findall(
+        r"((?:\.fa-[a-z0-9-]+:{1,2}before,?)+)\{content:\"\\(\w+)\"", css
+    ):
+        for name in re.findall(r"\.(fa-[a-z0-9-]+)", selectors):
+            codes[name] = int(code, 16)
+    used = set()
+    for page in PAGES:
+        used |= {
+            n for n in re.findall(r"\b(fa-[a-z0-9-]+)", (HTML / page).read_text()) if n in codes
+        }
+    assert used, "no icons found: the theme changed how it draws them"
+    fonts = sorted((html_root / "_static" / "book-fonts").glob("fa-*.woff"))
+    held = set()
+    for font in fonts:
+        held |= set(TTFont(font).getBestCmap())
+    missing = sorted(n for n in used if codes[n] not in held)
+    assert missing == [], f"icons without a glyph in the cut-down fonts: {missing}"
+    assert sum(f.stat().st_size for f in fonts) < 60_000
+
+
+TEX = re.compile(r"\\[A-Za-z]+|[_^]\{")
+
+
+class VisibleText(HTMLParser):
+    """Text of <title> and of links, outside math elements (MathJax typesets those)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.title, self.links = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        classes = dict(attrs).get("class") or ""
+        self.stack.append((tag, "math" in classes.split()))
+
+    def handle_endtag(self, tag):
+        while self.stack:
+            if self.stack.pop()[0] == tag:
+                break
+
+    def handle_data(self, data):
+        if any(math for _, math in self.stack) or any(
+            t in ("script", "style") for t, _ in self.stack
+        ):
+            return
+        tags = [t for t, _ in self.stack]
+        if "title" in tags:
+            self.title.append(data)
+        elif "a" in tags:
+            self.links.append(data)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_raw_tex_in_titles_or_link_texts(page):
+    parser = VisibleText()
+    parser.feed((HTML / page).read_text())
+    raw = [t for t in parser.title + parser.links if TEX.search(t)]
+    assert raw == [], f"raw TeX where it cannot be typeset: {raw[:5]}"
+
+
+def test_search_index_titles_are_plain_text(html_root):
+    import json
+
+    text = (html_root / "searchindex.js").read_text()
+    data = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    titles = list(data["titles"]) + list(data["alltitles"])
+    raw = [t for t in titles if TEX.search(re.sub(r"<[^>]+>", "", t))]
+    assert raw == [], f"search titles with raw TeX: {raw[:5]}"

@@ -62,3 +62,31 @@ def test_shape_table_reports_weights_count_and_indivisible_sizes():
     assert "d_k=d_v=64" in html and "256 numbers" in html  # 8 * 2 * 4 * 4
     assert "(2, 8, 4, 64)" in html
     assert "not divisible" in shape_trace_html(1, 4, 64, 3)
+
+
+def test_attention_maps_share_one_y_label_and_whole_position_ticks():
+    from matplotlib.figure import Figure
+
+    from tutorial_lib.figures.attention import draw_attention_maps
+
+    fig = Figure(figsize=(9, 3.4))
+    weights = torch.softmax(torch.randn(3, 11, 11), dim=-1)
+    axes = draw_attention_maps(fig, weights, ["a\n1", "b\n2", "c\n3"])
+    fig.draw_without_rendering()
+    assert [ax.get_ylabel() for ax in axes] == ["query position i", "", ""]
+    for ax in axes:
+        ticks = list(ax.get_xticks()) + list(ax.get_yticks())
+        assert all(float(t).is_integer() for t in ticks), ticks
+    assert len(fig.axes) == 4  # three maps and their shared colour bar
+
+
+@pytest.mark.parametrize(
+    "B,T,D,H", [(2, 4, 512, 8), (1, 16, 64, 1), (4, 1, 64, 2), (1, 1, 8, 8), (3, 5, 12, 3)]
+)
+def test_shape_steps_equal_a_direct_run_at_those_sizes(B, T, D, H):
+    from tutorial_lib.figures.attention import shape_steps
+
+    mha = MultiHeadAttention(H, D, D // H, D // H, dropout=0.0).eval()
+    with torch.no_grad():
+        direct, _ = multihead_shape_trace(mha, torch.zeros(B, T, D))
+    assert shape_steps(B, T, D, H) == direct

@@ -4,15 +4,18 @@ import base64
 import json
 import re
 
+import PIL.Image
 import pytest
 
-from tutorial_lib.figures.explorer import Explorer
+from tutorial_lib.figures.explorer import STATIC_ENV, Explorer
 
 
 def draw_line(fig, slope, style):
     ax = fig.subplots()
     ax.plot([0, 1], [0, slope], linestyle=style)
     ax.set_ylim(-3, 3)
+    ax.set_title("slope", fontsize=13)
+    ax.tick_params(labelsize=12)
 
 
 def html_frame(n, word):
@@ -20,10 +23,11 @@ def html_frame(n, word):
 
 
 def static_frames(html):
-    """The frames table embedded in the static face's script."""
-    found = re.search(r"var frames = (\{.*?\});\n", html, flags=re.S)
+    """The frames embedded in the static face's script, put back together from their pieces."""
+    found = re.search(r"var data = (\{.*?\});\n", html, flags=re.S)
     assert found, "no frames in the static HTML"
-    return json.loads(found.group(1).replace("<\\/", "</"))
+    data = json.loads(found.group(1).replace("<\\/", "</"))
+    return {key: "".join(data["pieces"][i] for i in parts) for key, parts in data["frames"].items()}
 
 
 def test_static_face_holds_one_distinct_frame_per_grid_point():
@@ -40,12 +44,38 @@ def test_static_face_holds_one_distinct_frame_per_grid_point():
     assert 'alt="' in html
 
 
+def test_figure_frames_are_drawn_at_twice_their_displayed_size():
+    explorer = Explorer(draw_line, {"slope": [1, 2], "style": ["-"]}, figsize=(5, 2), dpi=80)
+    png = explorer.render(slope=1, style="-")
+    image = PIL.Image.open(__import__("io").BytesIO(png))
+    assert image.size == (2 * 5 * 80, 2 * 2 * 80)
+    html = explorer.static_html()
+    assert 'width="400" height="160"' in html  # displayed at 80 CSS px per inch
+    # The smallest text drawn, in points, and how many CSS px a point is at the displayed size.
+    assert 'data-text-points="12"' in html and 'data-px-per-point="1.11111"' in html
+    frame = static_frames(html)["0-0"]
+    palette = PIL.Image.open(__import__("io").BytesIO(base64.b64decode(frame.split(",", 1)[1])))
+    assert palette.mode == "P" and palette.size == image.size  # 64 colours, full resolution
+
+
+def test_html_frames_share_their_pieces():
+    def table(n):
+        return "<table>" + "".join(f"<tr><td>row {i}</td></tr>" for i in range(20)) + f"<p>{n}</p>"
+
+    explorer = Explorer(table, {"n": list(range(10))}, kind="html")
+    html = explorer.static_html()
+    frames = static_frames(html)
+    assert frames["3"] == table(3)
+    data = re.search(r"var data = (\{.*?\});\n", html, flags=re.S).group(1)
+    assert len(data) < 0.4 * sum(len(f) for f in frames.values())
+
+
 def test_initial_values_choose_the_first_frame_shown():
     explorer = Explorer(
         html_frame, {"n": [1, 2, 3], "word": ["a", "b"]}, kind="html", initial={"n": 3, "word": "b"}
     )
     html = explorer.static_html()
-    assert '<div class="explorer-view"><p>b x 3</p></div>' in html
+    assert "<p>b x 3</p></div>" in html
     assert static_frames(html)["2-1"] == "<p>b x 3</p>"
 
 
@@ -63,14 +93,30 @@ def test_live_html_face_redraws():
     explorer = Explorer(html_frame, {"n": [1, 2], "word": ["a", "b"]}, kind="html")
     box = explorer.widget()
     box.controls["word"].value = "b"
-    assert box.view.value == "<p>b x 1</p>"
+    assert "<p>b x 1</p>" in box.view.value
 
 
-def test_mimebundle_carries_both_faces():
-    bundle = Explorer(html_frame, {"n": [1, 2], "word": ["a"]}, kind="html")._repr_mimebundle_()
-    assert "text/html" in bundle
+def test_live_kernel_bundle_draws_one_frame_and_carries_the_widget(monkeypatch):
+    monkeypatch.delenv(STATIC_ENV, raising=False)
+    calls = []
+
+    def draw(n, word):
+        calls.append((n, word))
+        return html_frame(n, word)
+
+    explorer = Explorer(draw, {"n": [1, 2, 3], "word": ["a", "b"]}, kind="html")
+    bundle = explorer._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert "2 frames" in bundle["text/plain"]
+    assert "<p>a x 1</p>" in bundle["text/html"] and "var data" not in bundle["text/html"]
+    assert calls == [(1, "a")]  # the starting frame only, drawn once for both faces
+    assert "6 frames" in bundle["text/plain"]
+
+
+def test_book_build_bundle_is_the_static_face_alone(monkeypatch):
+    monkeypatch.setenv(STATIC_ENV, "static")
+    bundle = Explorer(html_frame, {"n": [1, 2], "word": ["a"]}, kind="html")._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}  # no widget: the page needs no manager
+    assert sorted(static_frames(bundle["text/html"])) == ["0-0", "1-0"]
 
 
 def test_frames_are_cached_once_drawn():
@@ -93,6 +139,11 @@ def test_frames_are_cached_once_drawn():
         ({"grid": {}}, "non-empty dict"),
         ({"grid": {"n": []}}, r"grid\['n'\] is empty"),
         ({"grid": {"n": [1, 1]}}, "repeated values"),
+        ({"grid": {"n": [1, True]}}, r"repeated values: 1 and True compare equal"),
+        ({"grid": {"n": [2, 2.0]}}, "repeated values"),
+        ({"grid": {"n": "abc"}}, r"not the string 'abc'.*write \['abc'\]"),
+        ({"grid": {"n": {1, 2}}}, "list of values in order; got set"),
+        ({"grid": {"n": 3}}, "list of values in order; got int"),
         ({"grid": {"n": [1]}, "kind": "svg"}, "kind must be"),
         ({"grid": {"n": [1, 2]}, "initial": {"n": 5}}, r"initial n=5 is not one of"),
     ],
@@ -136,10 +187,12 @@ def test_without_ipywidgets_the_frames_say_why(monkeypatch):
     assert static_frames(bundle["text/html"]) == {"0-0": "<p>a x 1</p>", "1-0": "<p>a x 2</p>"}
 
 
-def test_with_live_controls_the_frames_say_where_they_come_alive():
+def test_with_live_controls_other_front_ends_get_the_starting_frame():
     bundle = Explorer(html_frame, {"n": [1, 2], "word": ["a"]}, kind="html")._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "Live controls are off" not in bundle["text/html"]
-    assert "the controls redraw live" in bundle["text/html"]
+    assert "Starting frame (n = 1, word = a)" in bundle["text/html"]
+    assert "<p>a x 2</p>" not in bundle["text/html"]  # only the frame a reader starts on
 
 
 def test_an_ipywidgets_7_box_is_shown_through_its_view_spec():

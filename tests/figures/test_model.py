@@ -1,10 +1,5 @@
-"""tutorial_lib.figures.model: the shape tour's table, the figures, the decoding explorer."""
+"""tutorial_lib.figures.model and .decoding: the shape tour, the figures, the decoding explorer."""
 
-import base64
-import io
-import re
-
-import PIL.Image
 import pytest
 import torch
 from matplotlib.figure import Figure
@@ -16,6 +11,7 @@ from tutorial_lib.figures.model import (
     draw_masks,
     draw_trained_attention,
     model_shape_html,
+    model_shape_trace,
     record_decoding,
     token_table_html,
 )
@@ -41,24 +37,64 @@ def model():
     return Transformer(config).eval()
 
 
+def _meta_model(D, H, N, vocab=37000):
+    sizes = {"d_model": D, "n_head": H, "d_ff": 4 * D, "n_enc_layers": N, "n_dec_layers": N}
+    config = TransformerConfig(src_vocab=vocab, tgt_vocab=vocab, dropout=0.0, max_len=512, **sizes)
+    with torch.device("meta"):
+        return Transformer(config).eval()
+
+
+@pytest.mark.parametrize("B,T_src,T_tgt,D,H", [(1, 5, 4, 64, 2), (3, 7, 9, 48, 6), (2, 1, 1, 8, 8)])
+def test_tour_shapes_are_those_of_a_direct_run(B, T_src, T_tgt, D, H):
+    """Every row's shape equals the shape hooks record when the model runs at these sizes."""
+    rows, _ = model_shape_trace(B, T_src, T_tgt, D, H, 1)
+    model = _meta_model(D, H, 1)
+    seen = {}
+
+    def keep(name):
+        return lambda module, args, output: seen.setdefault(name, output)
+
+    for name in ("encoder.embed", "encoder.layers.0.self_attn", "decoder.layers.0.cross_attn",
+                 "encoder.layers.0.ffn.w_1", "decoder"):  # fmt: skip
+        model.get_submodule(name).register_forward_hook(keep(name))
+    with torch.device("meta"):
+        model(torch.zeros(B, T_src, dtype=torch.long), torch.zeros(B, T_tgt, dtype=torch.long))
+    shape = {}
+    for r in rows:  # the first of two same-named rows is the encoder's
+        shape.setdefault(r.tensor, r.shape)
+    assert shape["self-attention weights"] == tuple(seen["encoder.layers.0.self_attn"][1].shape)
+    assert shape["cross-attention weights"] == tuple(seen["decoder.layers.0.cross_attn"][1].shape)
+    assert shape["embedding × √D + positions"] == tuple(seen["encoder.embed"].shape)
+    assert shape["feed-forward hidden"] == tuple(seen["encoder.layers.0.ffn.w_1"].shape)
+    assert shape["logits (tied: y Eᵀ)"] == tuple(seen["decoder"][0].shape)
+    assert shape["target mask (causal & padding)"] == (B, T_tgt, T_tgt)
+
+
+@pytest.mark.parametrize("N", [1, 2, 6])
+def test_tour_total_is_the_full_models_parameter_count(N):
+    _, total = model_shape_trace(2, 5, 4, 64, 4, N)
+    assert total == sum(p.numel() for p in _meta_model(64, 4, N).parameters())
+
+
 def test_shape_html_shows_the_measured_shapes_and_the_total():
     page = model_shape_html(B=3, T_src=7, T_tgt=5, d_model=64, n_head=4, N=2)
     assert "(3, 4, 5, 7)" in page  # cross-attention weights (B, H, T_tgt, T_src)
     assert "(3, 5, 37000)" in page  # logits (B, T_tgt, V)
-    with torch.device("meta"):
-        m = Transformer(
-            TransformerConfig(d_model=64, n_head=4, d_ff=256, n_enc_layers=2, n_dec_layers=2)
-        )
-    assert f"{sum(p.numel() for p in m.parameters()):,}" in page
+    assert f"{sum(p.numel() for p in _meta_model(64, 4, 2).parameters()):,}" in page
     assert page.count("<tr>") == 1 + 19  # header and one row per traced tensor
+    rows, _ = model_shape_trace(3, 7, 5, 64, 4, 2)
+    attention = next(r for r in rows if r.tensor == "self-attention weights")
+    assert attention.params == 4 * 64**2 + 2 * 64  # W^Q, W^K, W^V, W^O, and the inner LayerNorm
 
 
 def test_shape_tour_refuses_what_it_cannot_cover():
     with pytest.raises(ValueError, match="T_src, T_tgt <= 512"):
         model_shape_html(B=1, T_src=600, T_tgt=5, d_model=64, n_head=4, N=1)
+    with pytest.raises(ValueError, match="divisible by H"):
+        model_shape_trace(1, 4, 4, 64, 3, 1)
 
 
-def test_mask_figure_draws_the_three_masks():
+def test_mask_figure_draws_the_three_masks_and_a_key():
     src = torch.tensor([5, 6, 7, 0, 0])
     dec_in = teacher_forcing(torch.tensor([[7, 6, 5, 0, 0]]))[0][0]
     fig = Figure()
@@ -67,6 +103,8 @@ def test_mask_figure_draws_the_three_masks():
     assert [im.shape for im in images] == [(5, 5), (6, 6), (6, 5)]
     assert images[0][:, 3:].max() == 0 and images[0][:, :3].min() == 1  # padding columns off
     assert images[1][0, 1] == 0 and images[1][1, 0] == 1  # causal: no peeking ahead
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["True: may attend", "False: masked"]
 
 
 def test_trained_attention_figure_has_three_maps(model):
@@ -86,20 +124,17 @@ def test_recorded_decoding_is_greedy_decoding(model):
     assert (record.tokens == EOS).sum() <= 1
 
 
-def test_decoding_explorer_frames_are_small_pngs(model):
+def test_decoding_explorer_frames_name_the_step_and_its_top_tokens(model):
     explorer = decoding_explorer(model, ["3 1 4", "2 7 1 8"])
     assert explorer.n_frames == 2 * 5  # inputs x steps (the longest input decodes 5 steps)
-    raw = explorer.render(input="2 7 1 8", step=3)
-    assert raw.startswith(b"\x89PNG")
-    page = explorer.static_html()
-    frames = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
-    assert frames, "the static page carries its frames"
-    palette = PIL.Image.open(io.BytesIO(base64.b64decode(frames[0])))
-    assert palette.mode == "P"  # 64-colour palette in the page
-    assert len(base64.b64decode(frames[0])) < len(raw)
+    record = record_decoding(model, "2 7 1 8")
+    frame = explorer.render(input="2 7 1 8", step=3)
+    assert "step 3 of 5" in frame and "← greedy" in frame
+    assert f"{record.probs[2].max().item():.3f}" in frame
+    assert len(set(explorer.frames().values())) == explorer.n_frames
 
 
 def test_token_table_marks_cells():
     page = token_table_html({"a": ["1", "2"], "b": ["x"]}, marked={"a": [False, True]})
     assert page.count("<tr>") == 3
-    assert "<b style='color:#D55E00'>2</b>" in page
+    assert "<b style='color:#B34700'>2</b>" in page

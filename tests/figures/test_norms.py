@@ -2,16 +2,16 @@
 
 import numpy as np
 import pytest
-from matplotlib.figure import Figure
 
 from tutorial_lib.figures.norms import (
+    _GROUP,
     AXES_ELEMENTS,
     AXES_LENGTHS,
     AXES_NORMS,
     AXES_SHAPE,
     axes_padding_mask,
-    draw_norm_axes,
     norm_axes_explorer,
+    norm_axes_html,
     statistic_group,
 )
 
@@ -54,17 +54,17 @@ def test_group_sizes_and_membership(norm, element):
 
 
 @pytest.mark.parametrize("norm", list(AXES_NORMS))
-def test_draw_every_norm(norm):
-    fig = Figure(figsize=(7.5, 2.6), dpi=72)
-    draw_norm_axes(fig, norm=norm, element="b=0, t=3, d=2")
-    assert len(fig.images) == 1 and len(fig.texts) == 2
-    assert norm in fig.texts[0].get_text()
+def test_frame_colours_exactly_the_measured_cells(norm):
+    frame = norm_axes_html(norm=norm, element="b=0, t=3, d=2")
+    assert frame.count(f'height="22" fill="{_GROUP}"') == EXPECTED_SIZE[norm]  # one per input
+    assert frame.count("<svg") >= B  # one panel per sequence, so they stack on a phone
+    assert frame.count('stroke-width="3"') == 1  # the outlined output
+    assert f"uses the <b>{EXPECTED_SIZE[norm]}</b> orange numbers" in frame
 
 
 def test_bad_choices_raise():
-    fig = Figure()
     with pytest.raises(ValueError, match="element must be one of"):
-        draw_norm_axes(fig, norm="LayerNorm", element="b=9, t=0, d=0")
+        norm_axes_html(norm="LayerNorm", element="b=9, t=0, d=0")
     with pytest.raises(ValueError, match="norm must be one of"):
         statistic_group("WeightNorm", AXES_ELEMENTS[0])
 
@@ -72,5 +72,4 @@ def test_bad_choices_raise():
 def test_explorer_is_small_and_renders():
     explorer = norm_axes_explorer()
     assert explorer.n_frames <= 40
-    png = explorer.render(norm="BatchNorm", element="b=1, t=1, d=4")
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(set(explorer.frames().values())) == explorer.n_frames

@@ -1,10 +1,11 @@
 """Figures and explorers: the only part of tutorial_lib that imports matplotlib or PIL.
 
-* :mod:`.explorer`: the :class:`Explorer` contract (a drawing function over a small grid).
-* :mod:`.trace`: records every tensor a forward pass makes, for the shape explorers.
-* :mod:`.common`: what every figure shares (the palette).
-* one module per concept: :mod:`.attention` (Q1), :mod:`.softmax` (Q2), :mod:`.positional`
-  (Q3a, Q3b), :mod:`.norms` (Q4), :mod:`.model` (Q5).
+* ``explorer``: the :class:`Explorer` contract (a drawing function over a small grid).
+* ``trace``: records every tensor a forward pass makes, for the shape explorers.
+* ``common``: what every figure shares (palette, heatmap PNGs, HTML tables, the book style).
+* ``svg``: small SVG plots written as text, the frames of the explorers.
+* one module per concept: ``attention`` (Q1), ``softmax`` (Q2), ``positional`` (Q3a) and
+  ``relative`` (Q3b), ``norms`` (Q4), ``model`` and ``decoding`` (Q5).
 """
 
 from .common import use_book_style

@@ -13,10 +13,16 @@ import torch
 from torch import Tensor
 
 from ..attention import MultiHeadAttention
-from .common import HEAD_COLOURS
+from .common import HEAD_COLOURS, INK, code_html
 from .trace import letters_of, trace_tensors
 
-__all__ = ["ShapeStep", "multihead_shape_trace", "shape_trace_html", "draw_attention_maps"]
+__all__ = [
+    "ShapeStep",
+    "multihead_shape_trace",
+    "shape_steps",
+    "shape_trace_html",
+    "draw_attention_maps",
+]
 
 # Probe sizes: a distinct prime per letter, so every size in a traced shape names its letter.
 _PROBE = {"B": 2, "T": 3, "H": 5, "d_k": 7, "D": 11, "d_v": 13}
@@ -54,32 +60,80 @@ def multihead_shape_trace(mha: MultiHeadAttention, x: Tensor) -> tuple[list[Shap
 def _probe_trace() -> list:
     """The same call at probe sizes (d_v differs from d_k there, so v's axes read d_v)."""
     p = _PROBE
-    with torch.device("meta"):
-        mha = MultiHeadAttention(p["H"], p["D"], p["d_k"], p["d_v"], dropout=0.0).eval()
-        x = torch.zeros(p["B"], p["T"], p["D"])
+    mha = MultiHeadAttention(p["H"], p["D"], p["d_k"], p["d_v"], dropout=0.0).eval()
+    x = torch.zeros(p["B"], p["T"], p["D"])
+    with torch.no_grad():
         return trace_tensors(mha, x, x, x)[1]
 
 
+@functools.lru_cache(maxsize=16)
+def _contiguity(ones: tuple[str, ...]) -> tuple[bool, ...]:
+    """Which traced tensors are contiguous when the letters in ``ones`` have size 1.
+
+    Whether a transposed tensor is laid out in order depends on the sizes only through which
+    axes have size 1 (moving a size-1 axis moves nothing), so a run at the probe sizes with
+    those letters set to 1 answers for every size: a few milliseconds, however large the
+    frame's sizes.
+    """
+    p = _PROBE | dict.fromkeys(ones, 1)
+    mha = MultiHeadAttention(p["H"], p["D"], p["d_k"], p["d_v"], dropout=0.0).eval()
+    x = torch.zeros(p["B"], p["T"], p["D"])
+    with torch.no_grad():
+        traced = trace_tensors(mha, x, x, x)[1]
+    if [t.op for t in traced] != [t.op for t in _probe_trace()]:
+        raise RuntimeError("the run with sizes of 1 took another path than the probe run")
+    return tuple(t.contiguous for t in traced)
+
+
+def _sizes_of(letters: str, sizes: dict[str, int]) -> tuple[int, ...]:
+    """'(B, T, H·d_k)' at ``sizes`` -> its shape."""
+    shape = []
+    for axis in letters.strip("()").split(", "):
+        n = 1
+        for factor in axis.split("·"):
+            n *= sizes[factor] if factor in sizes else int(factor)
+        shape.append(n)
+    return tuple(shape)
+
+
+def shape_steps(B: int, T: int, d_model: int, n_head: int) -> list[ShapeStep]:
+    """The steps :func:`multihead_shape_trace` records for ``mha(x, x, x)`` at these sizes
+    (d_k = d_v = D/H), without running at these sizes: the letters of the probe run, read at
+    these sizes, and the contiguity of a run whose sizes of 1 are the same (the tests compare
+    both with a direct run)."""
+    d_k = d_model // n_head
+    sizes = {"B": B, "T": T, "H": n_head, "d_k": d_k, "D": d_model, "d_v": d_k}
+    ones = tuple(letter for letter in ("B", "T", "H", "d_k", "d_v") if sizes[letter] == 1)
+    steps = []
+    for t, contiguous in zip(_probe_trace(), _contiguity(ones), strict=True):
+        letters = letters_of(t.shape, _PROBE)
+        steps.append(
+            ShapeStep(t.step, t.code, t.op, _sizes_of(letters, sizes), letters, contiguous)
+        )
+    return steps
+
+
 def _head_bar(step: ShapeStep, H: int) -> str:
-    """A small bar for the last axis, coloured by head where the axis holds heads."""
-    width = 180
+    """The last axis as a small bar, coloured by head where it holds the heads side by side."""
     if "H·" in step.letters.rsplit(",", 1)[-1]:
         cells = "".join(
-            f'<span style="display:inline-block;width:{width / H:.1f}px;height:10px;'
+            f'<span style="display:inline-block;width:{96 / H:.1f}px;height:10px;'
             f'background:{HEAD_COLOURS[h % len(HEAD_COLOURS)]}"></span>'
             for h in range(H)
         )
-        return f'<span title="{H} heads side by side">{cells}</span>'
+        return f'<span title="{H} heads side by side" style="white-space:nowrap">{cells}</span>'
     if "H," in step.letters:
-        return f'<span style="font-size:0.85em">no: the {H} heads have their own axis</span>'
-    return '<span style="font-size:0.85em">no</span>'
+        return "own axis"
+    return "—"
 
 
 def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
     """An HTML table of every tensor one multi-head self-attention call makes.
 
     d_k = d_v = d_model // n_head, as in the paper. Shapes are measured by running
-    ``MultiHeadAttention.forward`` on the meta device (shapes, no numbers), not typed.
+    ``MultiHeadAttention.forward`` (see :func:`shape_steps`), not typed. Each numbered step
+    and each line of code heads the rows of the tensors it made, so
+    the table stays narrow enough for the book's column.
     """
     if d_model % n_head:
         return (
@@ -87,57 +141,64 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
             "choice d_k = d_model / n_head is not a whole number.</p>"
         )
     d_k = d_model // n_head
-    with torch.device("meta"):
-        mha = MultiHeadAttention(n_head, d_model, d_k, d_k, dropout=0.0).eval()
-        steps, _ = multihead_shape_trace(mha, torch.zeros(B, T, d_model))
+    steps = shape_steps(B, T, d_model, n_head)
     rows = []
     for i, s in enumerate(steps):
         numel = 1
         for n in s.shape:
             numel *= n
-        step = s.step if i == 0 or steps[i - 1].step != s.step else ""
+        if i == 0 or steps[i - 1].step != s.step:
+            rows.append(f'<tr><th colspan="6" style="text-align:left;padding-top:6px">'
+                        f"step {html.escape(s.step)}</th></tr>")  # fmt: skip
+        if i == 0 or steps[i - 1].code != s.code or steps[i - 1].step != s.step:
+            rows.append(f'<tr><td colspan="6" style="padding-left:1em">'
+                        f"{code_html(s.code.split('  #')[0], wrap=True)}</td></tr>")  # fmt: skip
         rows.append(
-            "<tr>"
-            f"<td>{html.escape(step)}</td>"
-            f"<td><code>{html.escape(s.code.split('  #')[0])}</code></td>"
-            f"<td><code>{html.escape(s.op)}</code></td>"
-            f"<td><code>{html.escape(s.letters)}</code></td>"
-            f"<td><code>{tuple(s.shape)}</code></td>"
+            '<tr><td style="padding-left:2em">'
+            f"{code_html(s.op)}</td><td>{code_html(s.letters)}</td>"
+            f"<td>{code_html(str(tuple(s.shape)))}</td>"
             f"<td style='text-align:right'>{numel:,}</td>"
             f"<td>{'yes' if s.contiguous else '<b>no</b>'}</td>"
-            f"<td>{_head_bar(s, n_head)}</td>"
-            "</tr>"
+            f"<td>{_head_bar(s, n_head)}</td></tr>"
         )
     head = (
-        "<tr><th>step</th><th>line of MultiHeadAttention</th><th>operation</th><th>letters</th>"
-        "<th>shape</th><th>elements</th><th>contiguous</th><th>heads on the last axis?</th></tr>"
+        "<tr><th>operation</th><th>letters</th><th>shape</th><th>elements</th>"
+        "<th>contiguous</th><th>heads on the last axis</th></tr>"
     )
     caption = (
         f"B={B}, T={T}, D=d_model={d_model}, H=n_head={n_head}, so d_k=d_v={d_k}. "
         f"The attention weights hold {n_head}·B·T² = {n_head * B * T * T:,} numbers."
     )
     return (
-        '<table class="shape-trace" style="font-size:0.85em;border-collapse:collapse">'
-        f"<caption style='caption-side:top;text-align:left'>{caption}</caption>"
+        f'<table class="shape-trace" style="font-size:14px;border-collapse:collapse;color:{INK}">'
+        f"<caption style='caption-side:top;text-align:left;color:{INK}'>{caption}</caption>"
         f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
 def draw_attention_maps(fig, weights: Tensor, titles: list[str], tokens: list[str] | None = None):
-    """One heatmap per map in ``weights`` (n, T_q, T_k), side by side, sharing a colour scale."""
+    """One heatmap per map in ``weights`` (n, T_q, T_k), side by side, sharing a colour scale.
+
+    Only the first panel names its y-axis (the others share it); ticks are whole positions;
+    titles may hold a line break to stay within their panel.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    fig.set_layout_engine("constrained")
     weights = weights.detach().cpu()
     n = weights.shape[0]
-    axes = fig.subplots(1, n, squeeze=False)[0]
+    axes = fig.subplots(1, n, squeeze=False, sharey=True)[0]
     image = None
     for ax, w, title in zip(axes, weights, titles, strict=True):
         image = ax.imshow(w.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("key position j", fontsize=8)
-        ax.set_ylabel("query position i", fontsize=8)
+        ax.set_title(title)
+        ax.set_xlabel("key position j")
         if tokens is not None:
-            ax.set_xticks(range(len(tokens)), tokens, fontsize=7)
-            ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+            ax.set_xticks(range(len(tokens)), tokens)
+            ax.set_yticks(range(len(tokens)), tokens)
         else:
-            ax.tick_params(labelsize=7)
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+    axes[0].set_ylabel("query position i")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="attention weight")
     return axes

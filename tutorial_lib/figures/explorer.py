@@ -8,9 +8,16 @@ One object, two faces:
   controls over frames rendered when the book was built, so a reader can
   still move them.
 
-Both faces travel in one ``_repr_mimebundle_``: the widget view for
-front-ends that run widgets, and ``text/html`` that the book's HTML builder
-is told to prefer (``nb_mime_priority_overrides`` in ``_config.yml``).
+Both faces travel in one ``_repr_mimebundle_``. When the book is built (its
+Sphinx extension sets ``BOOK_EXPLORERS=static`` for the kernels it starts) the
+bundle carries the static face with every frame, and no widget: the page never
+shows one, so it loads no widget manager. In a live kernel the bundle carries
+the widget view and, for front-ends without widgets, the starting frame only:
+frames are drawn when a control first asks for them, never all up front.
+
+Figure frames are PNGs drawn at twice their displayed size (sharp on 2x
+screens); ``dpi`` is the displayed CSS pixels per inch, so at the default 72 a
+font of 11 points reads as 11 CSS pixels.
 
 A drawing function takes keyword arguments named like the grid's keys and
 either draws on a matplotlib figure (``kind="figure"``: ``draw(fig, **params)``)
@@ -26,17 +33,65 @@ import html
 import io
 import itertools
 import json
+import os
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["Explorer"]
+__all__ = ["Explorer", "STATIC_ENV"]
+
+# Set to "static" by the book's Sphinx extension (book/_ext/offline_web.py) for the kernels
+# that execute the chapters: then, and only then, explorers render every frame.
+STATIC_ENV = "BOOK_EXPLORERS"
 
 
 def _label(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def _grid_values(name: str, values: Any) -> list:
+    """The values of one control, as a list; refuses what would silently go wrong."""
+    if isinstance(values, (str, bytes)):
+        raise ValueError(
+            f"grid[{name!r}] must be a list of values, not the string {values!r} "
+            f"(a string would give one value per character); write [{values!r}] for one value"
+        )
+    if isinstance(values, (dict, set, frozenset)) or not hasattr(values, "__iter__"):
+        raise ValueError(
+            f"grid[{name!r}] must be a list of values in order; got {type(values).__name__}"
+        )
+    values = list(values)
+    if not values:
+        raise ValueError(f"grid[{name!r}] is empty; give at least one value")
+    for i, a in enumerate(values):
+        for b in values[i + 1 :]:
+            # True == 1 and 1 == 1.0: a control could not tell such values apart.
+            if a == b or _label(a) == _label(b):
+                raise ValueError(
+                    f"grid[{name!r}] has repeated values: {a!r} and {b!r} compare equal; "
+                    f"every value of a control must be different: {values}"
+                )
+    return values
+
+
+def _on_white(frame: str) -> str:
+    """An HTML frame on the white ground it is drawn for, whatever the notebook's theme."""
+    return f'<div style="background:#fff;color:#1a1a1a;padding:4px">{frame}</div>'
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _min_text_points(fig) -> float:
+    """The smallest font size (points) of any visible text on ``fig``."""
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+    return min(sizes, default=0.0)
 
 
 class Explorer:
@@ -50,7 +105,8 @@ class Explorer:
         kind: ``"figure"`` (matplotlib) or ``"html"``.
         labels: optional parameter name -> label shown beside its control.
         initial: optional parameter name -> starting value (default: the first).
-        figsize, dpi: size of figure frames.
+        figsize, dpi: size of figure frames, in inches and displayed CSS pixels per inch
+            (PNG frames are drawn at twice that, for 2x screens).
         alt: text alternative for the figure frames (defaults to the title).
         title: a line shown above the controls.
         keep_figure: pass the figure of the previous frame to ``draw`` as it is,
@@ -77,14 +133,7 @@ class Explorer:
             raise ValueError(f"kind must be 'figure' or 'html'; got {kind!r}")
         if not isinstance(grid, dict) or not grid:
             raise ValueError("grid must be a non-empty dict: parameter name -> list of values")
-        self.grid = {}
-        for name, values in grid.items():
-            values = list(values)
-            if not values:
-                raise ValueError(f"grid[{name!r}] is empty; give at least one value")
-            if len({_label(v) for v in values}) != len(values):
-                raise ValueError(f"grid[{name!r}] has repeated values: {values}")
-            self.grid[name] = values
+        self.grid = {name: _grid_values(name, values) for name, values in grid.items()}
         self.draw = draw
         self.kind = kind
         self.labels = {name: name for name in self.grid} | (labels or {})
@@ -92,13 +141,14 @@ class Explorer:
         for name, value in (initial or {}).items():
             if name not in self.grid or value not in self.grid[name]:
                 raise ValueError(f"initial {name}={value!r} is not one of grid[{name!r}]")
-            self.initial[name] = value
+            self.initial[name] = self.grid[name][self.grid[name].index(value)]
         self.figsize = figsize
         self.dpi = dpi
         self.title = title
         self.alt = alt or title or "figure drawn by an explorer"
         self.keep_figure = keep_figure
         self._frames: dict[tuple[int, ...], Any] = {}
+        self._text_points: dict[tuple[int, ...], float] = {}  # figure frames: smallest font
         self._figure = None
 
     # -- frames ---------------------------------------------------------------
@@ -121,22 +171,28 @@ class Explorer:
         return tuple(index)
 
     def render(self, **params: Any) -> Any:
-        """Draw one frame, uncached: PNG bytes for figures, a string for HTML."""
-        self._index(params)
+        """Draw one frame, uncached: PNG bytes for figures (at 2x), a string for HTML."""
+        key = self._index(params)
         if self.kind == "html":
             return str(self.draw(**params))
         from matplotlib.figure import Figure
 
         # One kept figure, cleared between frames unless keep_figure: cheaper than a new one.
         if self._figure is None:
-            self._figure = Figure(figsize=self.figsize, dpi=self.dpi, facecolor="white")
+            self._figure = Figure(figsize=self.figsize, dpi=2 * self.dpi, facecolor="white")
         fig = self._figure
         if not self.keep_figure:
             fig.clear()
         self.draw(fig, **params)
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=self.dpi, facecolor="white")
+        fig.savefig(buffer, format="png", dpi=2 * self.dpi, facecolor="white")
+        self._text_points[key] = _min_text_points(fig)  # after drawing: tick labels exist now
         return buffer.getvalue()
+
+    @property
+    def display_size(self) -> tuple[int, int]:
+        """CSS pixels a figure frame is shown at (its PNG holds twice as many)."""
+        return round(self.figsize[0] * self.dpi), round(self.figsize[1] * self.dpi)
 
     def frame(self, **params: Any) -> Any:
         """A frame, rendered once and then served from a cache."""
@@ -157,24 +213,20 @@ class Explorer:
     def _frame_source(self, frame: Any) -> str:
         if self.kind == "html":
             return frame
-        return "data:image/png;base64," + base64.b64encode(frame).decode("ascii")
+        # A 64-colour palette PNG: a third of the bytes of the RGB frame, and it looks the same.
+        from PIL import Image
 
-    def static_html(self, why: str | None = None) -> str:
-        """Self-contained HTML: plain controls over every pre-rendered frame.
+        image = Image.open(io.BytesIO(frame)).convert("RGB").quantize(colors=64)
+        buffer = io.BytesIO()
+        image.save(buffer, format="png")
+        return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
-        ``why``, when given, says why a live kernel shows these frames instead of controls.
-        """
-        uid = "explorer-" + uuid.uuid4().hex[:10]
-        frames = {
-            "-".join(map(str, key)): self._frame_source(frame)
-            for key, frame in self.frames().items()
-        }
-        start = "-".join(str(self.grid[name].index(self.initial[name])) for name in self.grid)
+    def _controls_html(self) -> str:
         controls = []
         for i, (name, values) in enumerate(self.grid.items()):
             label = html.escape(self.labels[name])
             pos = values.index(self.initial[name])
-            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            if all(_is_number(v) for v in values):
                 # A slider over the positions of the values, which may be on a log scale.
                 options = html.escape(json.dumps([_label(v) for v in values]))
                 controls.append(
@@ -194,16 +246,60 @@ class Explorer:
                     f'<label class="explorer-control">{label} '
                     f'<select data-index="{i}" aria-label="{label}">{opts}</select></label>'
                 )
+        return (
+            '<div class="explorer-controls" style="display:flex;flex-wrap:wrap;gap:0.4em 1.2em;'
+            f'margin-bottom:0.4em">{"".join(controls)}</div>'
+        )
+
+    def _view_html(self, first: str) -> str:
         if self.kind == "html":
-            view = f'<div class="explorer-view">{frames[start]}</div>'
-        else:
-            view = (
-                f'<img class="explorer-view" src="{frames[start]}" '
-                f'alt="{html.escape(self.alt)}" style="max-width:100%;height:auto">'
+            return (
+                f'<div class="explorer-view" style="max-width:100%;overflow-x:auto">{first}</div>'
             )
-        title = f'<div class="explorer-title"><strong>{html.escape(self.title)}</strong></div>'
+        width, height = self.display_size
+        points = min(self._text_points.values(), default=0.0)
+        return (
+            f'<img class="explorer-view" src="{first}" width="{width}" height="{height}" '
+            f'alt="{html.escape(self.alt)}" data-text-points="{points:g}" '
+            f'data-px-per-point="{self.dpi / 72:g}" style="max-width:100%;height:auto">'
+        )
+
+    def _box(self, inner: str, uid: str = "") -> str:
+        title = (
+            f'<div class="explorer-title"><strong>{html.escape(self.title)}</strong></div>'
+            if self.title
+            else ""
+        )
+        ident = f' id="{uid}"' if uid else ""
+        return (
+            f'<div class="explorer"{ident} data-kind="{self.kind}" '
+            'style="border:1px solid #8884;border-radius:6px;padding:0.5em;'
+            'background:#fff;color:#1a1a1a;max-width:100%;overflow-x:auto">'
+            f"{title}{inner}</div>"
+        )
+
+    def static_html(self, why: str | None = None) -> str:
+        """Self-contained HTML: plain controls over every pre-rendered frame.
+
+        ``why``, when given, says why a live kernel shows these frames instead of controls.
+
+        Frames are stored as pieces (an HTML frame is cut before each opening tag), each
+        distinct piece once: neighbouring frames share most of their markup, so the
+        page carries a fraction of the frames' size.
+        """
+        uid = "explorer-" + uuid.uuid4().hex[:10]
+        sources = {
+            "-".join(map(str, key)): self._frame_source(frame)
+            for key, frame in self.frames().items()
+        }
+        pieces: dict[str, int] = {}
+        frames = {}
+        for key, source in sources.items():
+            parts = re.split(r"(?=<[A-Za-z])", source) if self.kind == "html" else [source]
+            frames[key] = [pieces.setdefault(p, len(pieces)) for p in parts if p]
+        start = "-".join(str(self.grid[name].index(self.initial[name])) for name in self.grid)
         note = (
-            '<div class="explorer-note" style="font-size:0.8em;opacity:0.75">'
+            '<div class="explorer-note" style="font-size:0.8em;color:#555">'
             + (
                 f"{self.n_frames} frames drawn in advance. Live controls are off: "
                 f"{html.escape(why)}."
@@ -213,20 +309,25 @@ class Explorer:
             )
             + "</div>"
         )
+        data = {"pieces": list(pieces), "frames": frames}
         script = _STATIC_SCRIPT % {
             "uid": uid,
-            "frames": json.dumps(frames).replace("</", "<\\/"),
+            "data": json.dumps(data, separators=(",", ":")).replace("</", "<\\/"),
             "kind": self.kind,
         }
-        return (
-            f'<div class="explorer" id="{uid}" data-kind="{self.kind}" '
-            'style="border:1px solid #8884;border-radius:6px;padding:0.5em;'
-            'background:#fff;color:#111;max-width:100%;overflow-x:auto">'
-            f"{title if self.title else ''}"
-            '<div class="explorer-controls" style="display:flex;flex-wrap:wrap;gap:0.4em 1.2em;'
-            f'margin-bottom:0.4em">{"".join(controls)}</div>'
-            f"{view}{note}</div>{script}"
+        inner = self._controls_html() + self._view_html(sources[start]) + note
+        return self._box(inner, uid) + script
+
+    def preview_html(self) -> str:
+        """The starting frame alone, for front-ends that show no widgets: no frame drawn but it."""
+        frame = self._frame_source(self.frame(**self.initial))
+        values = ", ".join(f"{self.labels[n]} = {_label(v)}" for n, v in self.initial.items())
+        note = (
+            '<div class="explorer-note" style="font-size:0.8em;color:#555">'
+            f"Starting frame ({html.escape(values)}). The controls need a running kernel "
+            "with ipywidgets.</div>"
         )
+        return self._box(self._view_html(frame) + note)
 
     # -- the live face ------------------------------------------------------------
 
@@ -237,7 +338,7 @@ class Explorer:
         controls = {}
         for name, values in self.grid.items():
             options = [(_label(v), v) for v in values]
-            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            if all(_is_number(v) for v in values):
                 control = w.SelectionSlider(
                     options=options,
                     value=self.initial[name],
@@ -254,13 +355,20 @@ class Explorer:
                 )
             controls[name] = control
         if self.kind == "html":
-            view = w.HTML(value=self.frame(**self.initial))
+            view = w.HTML(value=_on_white(self.frame(**self.initial)))
         else:
-            view = w.Image(value=self.frame(**self.initial), format="png")
+            # Shown at its CSS size, so the 2x PNG is sharp on 2x screens.
+            width, height = self.display_size
+            view = w.Image(
+                value=self.frame(**self.initial),
+                format="png",
+                layout=w.Layout(width=f"{width}px", max_width="100%", height="auto"),
+            )
 
         def redraw(_change=None):
             params = {name: control.value for name, control in controls.items()}
-            view.value = self.frame(**params)
+            frame = self.frame(**params)
+            view.value = _on_white(frame) if self.kind == "html" else frame
 
         for control in controls.values():
             control.observe(redraw, names="value")
@@ -273,17 +381,21 @@ class Explorer:
         return box
 
     def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = {"text/plain": f"<Explorer over {', '.join(self.grid)}: {self.n_frames} frames>"}
+        if os.environ.get(STATIC_ENV) == "static":
+            # The book's build: every frame, and no widget (the page would never show it).
+            bundle["text/html"] = self.static_html()
+            return bundle
         try:
             live, why = _widget_view(self.widget()), None
         except ImportError:
             live, why = {}, "ipywidgets is not installed (pip install ipywidgets)"
         except Exception as error:  # never silently: the frames say why they are there
             live, why = {}, f"ipywidgets failed ({type(error).__name__}: {error})"
-        return {
-            "text/plain": f"<Explorer over {', '.join(self.grid)}: {self.n_frames} frames>",
-            "text/html": self.static_html(why),
-            **live,
-        }
+        # With a widget, a front-end that shows no widgets gets the starting frame; without
+        # one, every frame under plain controls, and a line saying why.
+        bundle["text/html"] = self.preview_html() if live else self.static_html(why)
+        return bundle | live
 
 
 def _widget_view(box) -> dict:
@@ -298,7 +410,7 @@ _STATIC_SCRIPT = """<script>
 (function () {
   var root = document.getElementById("%(uid)s");
   if (!root) { return; }
-  var frames = %(frames)s;
+  var data = %(data)s;
   var kind = "%(kind)s";
   var view = root.querySelector(".explorer-view");
   var inputs = root.querySelectorAll("[data-index]");
@@ -311,8 +423,9 @@ _STATIC_SCRIPT = """<script>
         el.parentNode.querySelector("output").textContent = values[Number(el.value)];
       }
     });
-    var frame = frames[key.join("-")];
-    if (frame === undefined) { return; }
+    var parts = data.frames[key.join("-")];
+    if (parts === undefined) { return; }
+    var frame = parts.map(function (i) { return data.pieces[i]; }).join("");
     if (kind === "html") { view.innerHTML = frame; } else { view.src = frame; }
   }
   inputs.forEach(function (el) { el.addEventListener("input", update); });

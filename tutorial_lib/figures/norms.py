@@ -10,6 +10,7 @@ learned parameters those are exactly the numbers its statistic is computed over.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from functools import cache
 
@@ -19,7 +20,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..norms import BatchNorm, LayerNorm, RMSNorm
+from .common import INK
 from .explorer import Explorer
+from .svg import key, row
 
 __all__ = [
     "AXES_SHAPE",
@@ -28,7 +31,7 @@ __all__ = [
     "AXES_ELEMENTS",
     "axes_padding_mask",
     "statistic_group",
-    "draw_norm_axes",
+    "norm_axes_html",
     "norm_axes_explorer",
 ]
 
@@ -127,87 +130,60 @@ def statistic_group(norm: str, element: tuple[int, int, int]) -> np.ndarray:
     return group
 
 
-_CELL = 20  # pixels per cell side, borders included
-_BORDER = 2
-_LIGHT = np.array([236, 236, 236], dtype=np.uint8)  # a real token, outside the statistic
-_PAD = np.array([200, 200, 200], dtype=np.uint8)  # padding, outside the statistic
-_GROUP = np.array([230, 159, 0], dtype=np.uint8)  # Okabe-Ito orange: inside the statistic
-_STRIPE = np.array([90, 90, 90], dtype=np.uint8)  # diagonal stripes mark padding
+_CELL = 24  # CSS pixels per cell side
+_LIGHT = "#ececec"  # a real token, outside the statistic
+_PAD = "#c8c8c8"  # padding, outside the statistic (striped too)
+_GROUP = "#E69F00"  # Okabe-Ito orange: inside the statistic
+_STRIPES = (
+    '<defs><pattern id="pad-stripes" width="6" height="6" patternUnits="userSpaceOnUse" '
+    'patternTransform="rotate(45)"><rect width="6" height="6" fill="none"/>'
+    '<line x1="0" y1="0" x2="0" y2="6" stroke="#5a5a5a" stroke-width="2"/></pattern></defs>'
+)
 
 
-def _block_image(group: np.ndarray, real: np.ndarray, chosen: tuple[int, int, int]) -> np.ndarray:
-    """(H_px, W_px, 3) uint8: B panels of T x D cells, drawn with numpy alone.
-
-    group: (B, T, D) bool; real: (B, T) bool. Panels sit side by side, one
-    empty cell apart. Drawing cells as pixels (not matplotlib patches or a
-    tick grid) keeps a frame to a few milliseconds.
-    """
-    B, T, D = group.shape
-    c = _CELL
-    # 1. One colour per cell, panels side by side with a blank column between them.
-    is_real = np.broadcast_to(real[:, :, None], (B, T, D))  # (B, T, D)
-    colours = np.where(is_real[..., None], _LIGHT, _PAD)  # (B, T, D, 3)
-    colours = np.where(group[..., None], _GROUP, colours)
-    padded = np.zeros((B, T, D + 1), dtype=bool)
-    padded[:, :, :D] = ~is_real
-    cells = np.full((B, T, D + 1, 3), 255, dtype=np.uint8)
-    cells[:, :, :D] = colours
-    cells = cells.transpose(1, 0, 2, 3).reshape(T, B * (D + 1), 3)[:, :-1]  # (T, W_cells, 3)
-    padded = padded.transpose(1, 0, 2).reshape(T, B * (D + 1))[:, :-1]  # (T, W_cells)
-    # 2. Blow every cell up to c x c pixels, then draw borders and stripes with tiled masks.
-    image = cells.repeat(c, axis=0).repeat(c, axis=1)  # (T*c, W_cells*c, 3)
-    yy, xx = np.mgrid[0 : image.shape[0], 0 : image.shape[1]]
-    border = (yy % c < _BORDER) | (xx % c < _BORDER)
-    stripes = padded.repeat(c, axis=0).repeat(c, axis=1) & ((yy + xx) % 7 < 2) & ~border
-    image[border] = 255
-    image[stripes] = _STRIPE
-    # 3. Outline the chosen element in black.
-    b, t, d = chosen
-    y0, x0 = t * c, (b * (D + 1) + d) * c
-    frame = image[y0 + _BORDER - 1 : y0 + c + 1, x0 + _BORDER - 1 : x0 + c + 1]
-    frame[:3], frame[-3:], frame[:, :3], frame[:, -3:] = 0, 0, 0, 0
-    return image
-
-
-_BLOCK_ORIGIN = (40, 22)  # lower-left corner of the block in the frame, in pixels
-
-
-@cache
-def _static_labels(width_px: int, height_px: int, dpi: float) -> np.ndarray:
-    """(H, W, 4) uint8 RGBA: the labels that never change (panel names, axis arrows).
-
-    Drawn once per process and pasted into every frame, like a blitted background:
-    rendering glyphs is most of what a matplotlib frame costs.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    B, T, D = AXES_SHAPE
-    fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
-    fig.patch.set_alpha(0.0)
-    canvas = FigureCanvasAgg(fig)
-    x0, y0 = _BLOCK_ORIGIN
-    top = y0 + T * _CELL
-    for b in range(B):
-        centre = x0 + (b * (D + 1) + D / 2) * _CELL
-        fig.text(
-            centre / width_px,
-            (top + 3) / height_px,
-            f"sequence b={b}",
-            ha="center",
-            va="bottom",
-            fontsize=9,
+def _sequence_svg(b: int, group: np.ndarray, real: np.ndarray, chosen) -> str:
+    """One sequence of the block as T x D cells: SVG text, a few kilobytes."""
+    _, T, D = group.shape
+    c, left, top = _CELL, 30, 40
+    width, height = left + D * c + 6, top + T * c + 8
+    cells = []
+    for t in range(T):
+        for d in range(D):
+            fill = _GROUP if group[b, t, d] else (_LIGHT if real[b, t] else _PAD)
+            x, y = left + d * c, top + t * c
+            cells.append(f'<rect x="{x}" y="{y}" width="{c - 2}" height="{c - 2}" fill="{fill}"/>')
+            if not real[b, t]:
+                cells.append(
+                    f'<rect x="{x}" y="{y}" width="{c - 2}" height="{c - 2}" '
+                    'fill="url(#pad-stripes)"/>'
+                )
+    if chosen[0] == b:
+        _, t, d = chosen
+        cells.append(
+            f'<rect x="{left + d * c - 1.5}" y="{top + t * c - 1.5}" width="{c + 1}" '
+            f'height="{c + 1}" fill="none" stroke="{INK}" stroke-width="3"/>'
         )
-    fig.text((x0 - 5) / width_px, top / height_px, "t\n\u2193", ha="right", va="top", fontsize=9)
-    fig.text(
-        x0 / width_px, (y0 - 3) / height_px, "feature d \u2192", ha="left", va="top", fontsize=9
+    labels = [
+        f'<text x="{left + D * c / 2}" y="14" text-anchor="middle" font-weight="bold" '
+        f'font-size="13">sequence b={b}</text>',
+        f'<text x="{left + D * c / 2}" y="31" text-anchor="middle">feature d →</text>',
+        f'<text transform="translate(10 {top + T * c / 2}) rotate(-90)" '
+        'text-anchor="middle">← position t</text>',
+    ]
+    for t in range(T):
+        labels.append(
+            f'<text x="{left - 4}" y="{top + t * c + c / 2 + 3}" text-anchor="end">{t}</text>'
+        )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" '
+        f'fill="{INK}" role="img" aria-label="sequence b={b}" style="flex:none">'
+        f"{_STRIPES}{''.join(cells)}{''.join(labels)}</svg>"
     )
-    canvas.draw()
-    return np.asarray(canvas.buffer_rgba()).copy()
 
 
-def draw_norm_axes(fig, norm: str, element: str) -> None:
-    """Draw the (B, T, D) block as B panels of T x D cells; highlight one statistic's cells.
+def norm_axes_html(norm: str, element: str) -> str:
+    """The (B, T, D) block as B panels of T x D cells, with one statistic's cells in orange.
 
     ``element`` is a label such as "b=0, t=3, d=2" (see ``AXES_ELEMENTS``).
     """
@@ -216,30 +192,22 @@ def draw_norm_axes(fig, norm: str, element: str) -> None:
         raise ValueError(f"element must be one of {list(labels)}; got {element!r}")
     chosen = labels[element]
     group = statistic_group(norm, chosen)  # (B, T, D)
-    block = _block_image(group, axes_padding_mask().numpy(), chosen)
-
-    # 1. The whole frame as one pixel array: white, the block, then the cached labels on top.
-    width_px, height_px = (int(round(v)) for v in fig.get_size_inches() * fig.dpi)
-    frame = np.full((height_px, width_px, 3), 255, dtype=np.uint8)
-    x0, y0 = _BLOCK_ORIGIN
-    row = height_px - y0 - block.shape[0]  # array rows count from the top
-    frame[row : row + block.shape[0], x0 : x0 + block.shape[1]] = block
-    labels_rgba = _static_labels(width_px, height_px, fig.dpi)
-    alpha = labels_rgba[..., 3:] / 255.0  # (H, W, 1)
-    frame = (frame * (1 - alpha) + labels_rgba[..., :3] * alpha).astype(np.uint8)
-    fig.figimage(frame, xo=0, yo=0, origin="upper")
-
-    # 2. The only text that changes: which norm, and how many numbers its statistic uses.
+    real = axes_padding_mask().numpy()  # (B, T)
     _, covers, count = AXES_NORMS[norm]
-    fig.text(0.015, 0.97, f"{norm}: {covers}", fontsize=9, weight="bold", va="top")
-    fig.text(
-        0.015,
-        0.88,
-        f"outlined output: its statistic uses the {int(group.sum())} orange "
-        f"numbers; {count} in all",
-        fontsize=9,
-        va="top",
+    head = (
+        f'<div style="font-size:14px;color:{INK}"><b>{html.escape(norm)}</b>: '
+        f"{html.escape(covers)}.<br>The outlined output's statistic uses the "
+        f"<b>{int(group.sum())}</b> orange numbers; {html.escape(count)} in all.</div>"
     )
+    legend = key(
+        [
+            ("in the outlined output's statistic", _GROUP, "box"),
+            ("real token, not in it", _LIGHT, "box"),
+            ("padding (striped)", _PAD, "box"),
+        ]
+    )
+    panels = [_sequence_svg(b, group, real, chosen) for b in range(group.shape[0])]
+    return head + row(*panels) + legend
 
 
 def norm_axes_explorer() -> Explorer:
@@ -249,14 +217,11 @@ def norm_axes_explorer() -> Explorer:
         for element in AXES_ELEMENTS:
             statistic_group(norm, element)
     return Explorer(
-        draw_norm_axes,
+        norm_axes_html,
         {"norm": list(AXES_NORMS), "element": [_element_label(e) for e in AXES_ELEMENTS]},
-        kind="figure",
+        kind="html",
         labels={"norm": "norm", "element": "output element"},
         initial={"norm": "LayerNorm", "element": _element_label(AXES_ELEMENTS[1])},
-        figsize=(7.5, 2.6),
-        alt="A batch of three padded sequences drawn as three grids of positions by features; "
-        "the cells that share one normalisation statistic with the chosen element are orange.",
         title="Axes explorer: which numbers does one statistic average over?",
     )
 

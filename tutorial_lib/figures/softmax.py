@@ -7,125 +7,127 @@ Introduced in chapter Q2 ("Why are the scores divided by sqrt(d_k)?").
 
 from __future__ import annotations
 
+import functools
+import html
 import math
 
 import torch
-from matplotlib.patches import Rectangle
-from matplotlib.ticker import NullLocator, StrMethodFormatter
 
 from ..softmax import MAX_JACOBIAN_NORM, random_dot_products, score_scale, sharpness
 from ..training import one_thread
+from .common import INK, MUTED
 from .explorer import Explorer
+from .svg import Panel, key, row
 
-__all__ = ["draw_saturation", "saturation_explorer"]
+__all__ = ["saturation_html", "saturation_explorer", "BAR_NAMES"]
+
+BAR_NAMES = ("entropy / log T", "largest weight", "‖J‖_F, the softmax Jacobian")
+_BLUE, _ORANGE, _RED, _GREEN = "#0072B2", "#E69F00", "#D55E00", "#009E73"
 
 
-def draw_saturation(fig, d_k: int, scaling: str, T: int, n_query: int = 64, seed: int = 0):
+def saturation_html(
+    d_k: int, scaling: str, T: int, n_query: int = 64, seed: int = 0, x_max: float | None = None
+) -> str:
     """The saturation explorer's frame: scores, one query's weights, and three medians.
 
-    Left: histogram of the n_query x T scores, with the band of +-3 standard
-    deviations (the range popular explanations quote) and the mean of each row's
-    largest score. Middle: the weights of one typical query, sorted. Right:
-    entropy / log T, the largest weight and ||J||_F / 1/2, medians over queries.
-    The x-axis of the scores is fixed per d_k, so toggling the scaling shows the
-    same scores shrink. Medians describe a typical query: when the scores are
-    spread wide, a few near-ties keep the mean Jacobian norm up while most rows
-    pass almost nothing.
+    Left: histogram of the n_query x T scores on an x-axis that stays the same for every
+    d_k (``x_max``, default 4.5 sqrt(d_k)), so unscaled scores visibly widen as d_k grows
+    and scaled ones do not; shaded: +-3 standard deviations (the range popular
+    explanations quote); dotted: the mean of each row's largest score. Middle: the
+    weights of one typical query, sorted. Below: the medians over queries of
+    entropy / log T, the largest weight and ||J||_F itself (its bar is full at the
+    maximum, 1/2). Medians describe a typical query: when the scores are spread wide,
+    a few near-ties keep the mean Jacobian norm up while most rows pass almost nothing.
     """
     scale = score_scale(d_k, scaling)
     std = scale * math.sqrt(d_k)  # the scores' standard deviation in theory
+    x_max = 4.5 * math.sqrt(d_k) if x_max is None else x_max
     with one_thread():
         scores = scale * random_dot_products(d_k, T, n_query, seed)  # (n_query, T)
         weights = torch.softmax(scores, dim=-1)  # (n_query, T)
         stats = {name: value.median().item() for name, value in sharpness(scores).items()}
-        counts = torch.histc(scores, bins=41, min=-4.5 * std, max=4.5 * std)
+        counts = torch.histc(scores, bins=41, min=-4.5 * std, max=4.5 * std)  # (41,)
         row_max = scores.max(dim=-1).values.mean().item()
         order = weights.max(dim=-1).values.argsort()
         # One typical query: the row whose largest weight is the median over rows.
-        row = weights[order[len(order) // 2]].sort(descending=True).values  # (T,)
+        typical = weights[order[len(order) // 2]].sort(descending=True).values  # (T,)
 
-    art = getattr(fig, "_saturation_artists", None)
-    if art is None or art["scores"].axes not in fig.axes:
-        art = fig._saturation_artists = _saturation_layout(fig)
-    ax_scores, ax_weights = art["scores"].axes, art["weights"].axes
+    # 1. Scores: bins follow the spread, the axis does not, so the bell's width is the news.
+    hist = Panel(
+        325, 230, xlim=(-x_max, x_max), ylim=(0, 1.08), title=f"scores q·k × {scale:.3g}",
+        xlabel="score", ylabel="share of scores (peak = 1)", margins=(30, 24, 10, 42),
+    )  # fmt: skip
+    hist.span(-3 * std, 3 * std, _ORANGE, 0.25)
+    edges = torch.linspace(-4.5 * std, 4.5 * std, 42).tolist()
+    hist.stairs(edges, (counts / counts.max().clamp_min(1)).tolist(), _BLUE)
+    hist.vline(row_max, _RED, "2,3", 1.8)
+    step = _nice_step(x_max)
+    hist.xticks([-2 * step, -step, 0, step, 2 * step] if 2 * step <= x_max else [-step, 0, step])
 
-    # Scores: one stairs artist is far cheaper to draw than a bar per bin.
-    limit = 4.5 * math.sqrt(d_k)  # fixed per d_k: scaled scores shrink visibly
-    edges = torch.linspace(-4.5 * std, 4.5 * std, 42)
-    art["scores"].set_data(counts.numpy(), edges.numpy())
-    art["band"].remove()
-    art["band"] = ax_scores.axvspan(-3 * std, 3 * std, color="#E69F00", alpha=0.2, lw=0)
-    art["row_max"].set_xdata([row_max, row_max])
-    ax_scores.set_xlim(-limit, limit)
-    ax_scores.set_ylim(0, 1.05 * max(counts.max().item(), 1.0))
-    ax_scores.set_xticks([-4 * round(limit / 4.5), 0, 4 * round(limit / 4.5)])
-    ax_scores.set_title(
-        f"scores × {scale:.3g}: std {std:.3g}, ±3 std shaded;\n"
-        f"dotted: mean largest score of a row, {row_max:.3g}",
-        fontsize=8,
+    # 2. One query's weights by rank, against the uniform 1/T.
+    ranks = list(range(1, T + 1))
+    weights_panel = Panel(
+        325, 230, xlim=(0.8, T * 1.25), ylim=(0, 1.03), logx=True,
+        title="one typical query's weights", xlabel="rank of the key (log scale)",
+        ylabel="weight", margins=(44, 24, 10, 42),
+    )  # fmt: skip
+    weights_panel.hline(1 / T, MUTED, "2,3")
+    weights_panel.line(ranks, typical.tolist(), _GREEN, 2.0)
+    weights_panel.xticks(sorted({t for t in (1, 10, 100) if t < T} | {T}))
+    weights_panel.yticks([0, 0.5, 1])
+
+    legend = key(
+        [
+            ("scores", _BLUE, "box"),
+            ("±3 std", "#f5dcaa", "box"),
+            (f"mean largest score of a row, {row_max:.3g}", _RED, "dash"),
+            ("weights, sorted", _GREEN, "line"),
+            ("uniform, 1/T", MUTED, "dash"),
+        ]
+    )
+    bars = _bars(
+        [
+            (BAR_NAMES[0], stats["entropy_fraction"], 1.0, "1 = uniform"),
+            (BAR_NAMES[1], stats["max_weight"], 1.0, "1 = one-hot"),
+            (BAR_NAMES[2], stats["jacobian_norm"], MAX_JACOBIAN_NORM, "bar full at its maximum, ½"),
+        ],
+        f"medians over {n_query} queries",
+    )
+    caption = (
+        f"d_k = {d_k}, T = {T}, scaling {scaling}: scores have standard deviation {std:.3g}; "
+        f"the axis spans ±{x_max:.0f} for every d_k."
+    )
+    return row(hist.svg(), weights_panel.svg()) + legend + bars + _caption(caption)
+
+
+def _nice_step(x_max: float) -> float:
+    """A round tick step that fits about twice into x_max."""
+    raw = x_max / 2.2
+    power = 10 ** math.floor(math.log10(raw))
+    return max(m * power for m in (1, 2, 5) if m * power <= raw)
+
+
+def _bars(items: list[tuple[str, float, float, str]], title: str) -> str:
+    """Horizontal bars with their numbers: (name, value, full-scale value, note)."""
+    colours = ("#56B4E9", _GREEN, "#CC79A7")
+    rows = []
+    for (name, value, full, note), colour in zip(items, colours, strict=True):
+        width = max(0.0, min(1.0, value / full)) * 100
+        rows.append(
+            '<div style="display:flex;align-items:center;gap:8px;flex-wrap:wrap">'
+            f'<span style="min-width:19em">{html.escape(name)}: <b>{value:.3f}</b></span>'
+            '<span style="display:inline-block;width:160px;height:12px;background:#e6e6e6">'
+            f'<span style="display:block;width:{width:.1f}%;height:12px;background:{colour}">'
+            f'</span></span><span style="color:{MUTED}">{html.escape(note)}</span></div>'
+        )
+    return (
+        f'<div style="font-size:13px;color:{INK};margin-top:6px">'
+        f"<div>{html.escape(title)}:</div>{''.join(rows)}</div>"
     )
 
-    art["weights"].set_data(range(1, T + 1), row.numpy())
-    art["uniform"].set_ydata([1 / T, 1 / T])
-    ax_weights.set_xticks(sorted({t for t in (1, 10, 100) if t < T} | {T}), minor=False)
-    ax_weights.set_xlim(0.8, T * 1.25)
 
-    values = (
-        stats["entropy_fraction"],
-        stats["max_weight"],
-        stats["jacobian_norm"] / MAX_JACOBIAN_NORM,
-    )
-    for (label, bar), name, value in zip(art["bars"], BAR_NAMES, values, strict=True):
-        label.set_text(f"{name}: {value:.2f}")
-        bar.set_width(BAR_WIDTH * value)
-    art["n_query"].set_text(f"median of {n_query} queries")
-    return ax_scores, ax_weights
-
-
-BAR_NAMES = ("entropy / log T", "largest weight", "‖J‖_F / ½ (gradient)")
-BAR_X, BAR_WIDTH = 0.75, 0.21
-
-
-def _saturation_layout(fig) -> dict:
-    """Axes and artists of a saturation frame, made once per figure and then updated.
-
-    Creating axes, ticks and texts costs more than drawing them, so a kept figure
-    only updates its artists' data between frames.
-    """
-    fig.subplots_adjust(left=0.03, right=0.72, bottom=0.1, top=0.82, wspace=0.12)
-    ax_scores, ax_weights = fig.subplots(1, 2, gridspec_kw={"width_ratios": [5, 4]})
-    art = {
-        "scores": ax_scores.stairs([0.0], [0.0, 1.0], fill=True, color="#0072B2", alpha=0.8),
-        "band": ax_scores.axvspan(-1, 1, color="#E69F00", alpha=0.2, lw=0),
-        "row_max": ax_scores.axvline(0, color="#D55E00", linestyle=":", lw=1.5),
-    }
-    ax_scores.set_yticks([])
-    (art["weights"],) = ax_weights.step([1], [0], where="mid", color="#009E73", lw=1.5)
-    art["uniform"] = ax_weights.axhline(1, color="grey", linestyle=":", lw=1)
-    ax_weights.set_xscale("log")
-    ax_weights.xaxis.set_minor_locator(NullLocator())
-    ax_weights.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
-    ax_weights.set_ylim(0, 1.02)
-    ax_weights.set_yticks([0, 0.5, 1])
-    ax_weights.set_title("one query's weights by rank;\ndotted: uniform, 1/T", fontsize=8)
-    # The averages as bars drawn straight on the figure: a third axes would cost more
-    # than the rest of the frame.
-    colours = ("#56B4E9", "#009E73", "#CC79A7")
-    art["bars"] = []
-    for i, colour in enumerate(colours):
-        y = 0.6 - 0.2 * i
-        label = fig.text(BAR_X, y + 0.06, "", fontsize=8, va="bottom")
-        fig.add_artist(
-            Rectangle((BAR_X, y), BAR_WIDTH, 0.05, color="#e6e6e6", transform=fig.transFigure)
-        )
-        bar = fig.add_artist(
-            Rectangle((BAR_X, y), 0.0, 0.05, color=colour, transform=fig.transFigure)
-        )
-        art["bars"].append((label, bar))
-    for ax in (ax_scores, ax_weights):
-        ax.tick_params(labelsize=7, pad=1)
-    art["n_query"] = fig.text(BAR_X, 0.86, "", fontsize=8)
-    return art
+def _caption(text: str) -> str:
+    return f'<div style="font-size:13px;color:{MUTED};margin-top:4px">{html.escape(text)}</div>'
 
 
 def saturation_explorer(
@@ -135,9 +137,11 @@ def saturation_explorer(
     initial: dict | None = None,
 ):
     """The chapter's explorer over d_k (log steps), the scaling and T: 30 frames by default."""
+    d_ks = list(d_ks)
     return Explorer(
-        draw_saturation,
-        {"d_k": list(d_ks), "scaling": list(scalings), "T": list(Ts)},
+        functools.partial(saturation_html, x_max=4.5 * math.sqrt(max(d_ks))),
+        {"d_k": d_ks, "scaling": list(scalings), "T": list(Ts)},
+        kind="html",
         labels={"d_k": "d_k", "scaling": "scaling", "T": "T (keys)"},
         initial=initial
         or {
@@ -145,9 +149,5 @@ def saturation_explorer(
             "scaling": scalings[0],
             "T": 64 if 64 in Ts else Ts[0],
         },
-        figsize=(8.0, 3.1),
-        keep_figure=True,  # draw_saturation updates its artists instead of redrawing the axes
         title="Softmax saturation: random q, k with unit-variance entries",
-        alt="Histogram of attention scores, one query's sorted weights, and bars for "
-        "entropy, largest weight and softmax Jacobian norm",
     )
