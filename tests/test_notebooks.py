@@ -58,7 +58,8 @@ def test_chapter_has_the_books_shape(path):
     assert "In this chapter" in text, "objectives, time needed and prerequisites at the top"
     assert "Time needed" in text or "time needed" in text
     assert len(re.findall(r"\{exercise\}", text)) >= 3, "at least three exercises"
-    n_solutions = len(re.findall(r"\{solution\}", text))
+    # A solution is a {solution} directive, or a gated {solution-start} whose code cells execute.
+    n_solutions = len(re.findall(r"\{solution(?:-start)?\}", text))
     assert n_solutions == len(re.findall(r"\{exercise\}", text)), "one solution per exercise"
     assert "## Summary" in text
     assert len(re.findall(r"\{term\}", text)) >= 3, "link the glossary from first uses"
