@@ -22,6 +22,7 @@ __all__ = [
     "shape_steps",
     "shape_trace_html",
     "draw_attention_maps",
+    "draw_offset_shares",
 ]
 
 # Probe sizes: a distinct prime per letter, so every size in a traced shape names its letter.
@@ -202,3 +203,52 @@ def draw_attention_maps(fig, weights: Tensor, titles: list[str], tokens: list[st
     axes[0].set_ylabel("query position i")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="attention weight")
     return axes
+
+
+def draw_offset_shares(
+    fig,
+    two_heads: Tensor,
+    one_head: dict[str, Tensor],
+    commitment: Tensor,
+    accuracy: Tensor,
+):
+    """How heads split "one step back" and "two steps back", token by token (chapter Q1).
+
+    A share is w(t-1) / (w(t-1) + w(t-2)) for one query t: 1 = only one step back.
+    Top left: ``two_heads`` (2, N) holds both heads' shares of one two-head model, one dot per
+    token. Top right: histograms of one-head models' shares, one per entry of ``one_head``
+    (label -> (N,) shares). Bottom: one dot per one-head model, the fraction of tokens on which
+    its head commits to one offset (``commitment``, (R,)) against its ``accuracy`` (R,).
+    Sized for a figure about 7 x 6 inches.
+    """
+    from matplotlib.ticker import PercentFormatter
+
+    grid = fig.add_gridspec(2, 2, hspace=0.6, wspace=0.4)
+    ax_two, ax_one = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    ax_runs = fig.add_subplot(grid[1, :])
+    ax_two.plot(two_heads[0], two_heads[1], ".", color=HEAD_COLOURS[0], alpha=0.15, ms=3)
+    ax_two.set(xlim=(-0.03, 1.03), ylim=(-0.03, 1.03), xticks=[0, 0.5, 1], yticks=[0, 0.5, 1])
+    ax_two.set_xlabel("head 1: share one back")
+    ax_two.set_ylabel("head 2: share one back")
+    ax_two.set_title("two heads, per token")
+    bins = torch.linspace(0, 1, 21)
+    for i, (label, share) in enumerate(one_head.items()):
+        weights = torch.full_like(share, 1 / len(share))
+        ax_one.hist(share, bins=bins, weights=weights, histtype="step", lw=2,
+                    color=HEAD_COLOURS[1 + i], label=label)  # fmt: skip
+    ax_one.set(xlim=(0, 1), xticks=[0, 0.5, 1])
+    ax_one.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax_one.set_xlabel("share one back")
+    ax_one.set_ylabel("tokens")
+    ax_one.set_title("one head, per token")
+    ax_one.legend(loc="upper center", frameon=False)
+    ax_runs.plot(commitment, accuracy, "o", color=HEAD_COLOURS[5], ms=5)
+    ax_runs.set(
+        xlim=(-0.02, 1.02), ylim=(0, 1.05), xticks=[0, 0.25, 0.5, 0.75, 1], yticks=[0, 0.5, 1]
+    )
+    ax_runs.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax_runs.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax_runs.set_xlabel("share of tokens on which the head commits to one offset")
+    ax_runs.set_ylabel("accuracy")
+    ax_runs.set_title("every one-head run")
+    return ax_two, ax_one, ax_runs
