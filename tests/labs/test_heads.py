@@ -29,11 +29,14 @@ def test_targets_are_the_difference_of_the_two_previous_digits():
     assert difference_batch(4, torch.Generator(), copies=3)[0].shape == (3, 4, LENGTH)
 
 
+# A batch of LENGTH - FIRST_SCORED or LENGTH sentences has as many rows as the scored or
+# full length: the causal map must never be mistaken for a padding mask there.
+@pytest.mark.parametrize("B", [7, LENGTH - FIRST_SCORED, LENGTH])
 @pytest.mark.parametrize("n_heads", [(1, 2), (2, 1, 4, 1), (4, 4)])
-def test_every_copy_computes_its_single_model(n_heads):
+def test_every_copy_computes_its_single_model(n_heads, B):
     models = models_for(n_heads)
     ensemble = HeadsEnsemble(models)
-    tokens, _ = difference_batch(7, torch.Generator().manual_seed(1), copies=len(models))
+    tokens, _ = difference_batch(B, torch.Generator().manual_seed(1), copies=len(models))
     logits, attn = ensemble(tokens)
     for r, model in enumerate(models):
         single_logits, single_attn = model(tokens[r])  # (B, T, V), (B, H, T, T)

@@ -90,7 +90,7 @@ class TinyAttentionModel(nn.Module):
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         h = self.embed(tokens) + self.position  # (B, T, D)
-        h, attn = self.attention(h, h, h, mask=self.mask)  # (B, T, D), (B, H, T, T)
+        h, attn = self.attention(h, h, h, mask=self.mask[None])  # (B, T, D), (B, H, T, T)
         return self.readout(h), attn
 
 
@@ -174,7 +174,9 @@ class HeadsEnsemble(nn.Module):
         row = tokens * T + torch.arange(T)  # (R, B, T): each token's row in the tables
         pair = (row[:, :, s:, None] * (V * T) + row[:, :, None, :]).view(R, 1, -1)
         scores = table.flatten(2).gather(2, pair.expand(-1, G, -1))  # (R, G, B*T_q*T)
-        weights = masked_softmax(scores.view(R, G, B, T - s, T), self.mask)  # (R, G, B, T_q, T)
+        weights = masked_softmax(
+            scores.view(R, G, B, T - s, T), self.mask[None, None, None]
+        )  # (R, G, B, T_q, T)
         # 3. weights @ values: spread each query's weights over the V*T table rows, then one
         #    matrix product per slice instead of B tiny ones.
         spread = torch.zeros(R, G, B * (T - s), V * T, dtype=weights.dtype)
