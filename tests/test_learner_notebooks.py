@@ -45,6 +45,20 @@ def cells(nb: dict, kind: str) -> list[str]:
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == kind]
 
 
+def code_outside_solutions(nb: dict) -> list[str]:
+    """The code cells a student sees: none between {solution-start} and {solution-end}."""
+    code, gated = [], False
+    for cell in nb["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            for found in re.finditer(r"\{solution-(start|end)\}", text):
+                gated = found.group(1) == "start"
+        elif cell["cell_type"] == "code" and not gated:
+            code.append(text)
+    assert not gated, "a {solution-start} without its {solution-end}"
+    return code
+
+
 def test_one_learner_notebook_per_chapter():
     assert CHAPTERS
     assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == [p.name for p in CHAPTERS]
@@ -94,7 +108,7 @@ def test_student_notebook_holds_no_solution(path):
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_code_is_the_chapters_code_and_imports_no_build_tool(path):
     source = json.loads(path.read_text())
-    chapter_code = cells(source, "code")
+    chapter_code = code_outside_solutions(source)
     code = [c for c in cells(learner(path), "code") if c != ln.ANSWER_CELL]
     assert code == chapter_code
     for text in code:
@@ -234,6 +248,49 @@ def test_instructor_edition_keeps_solutions_as_markdown_and_code():
         ("markdown", "> And that is all."),
         ("markdown", "After."),
     ]
+
+
+def gated_chapter(tmp_path):
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(
+                "# Q1 · Title\n\n::::{exercise} Try it\n:label: q1-ex\nDo it.\n::::"
+            ),
+            nbformat.v4.new_code_cell("setup = 1"),
+            nbformat.v4.new_markdown_cell(
+                "::::{solution-start} q1-ex\n:class: dropdown\n::::\n\n"
+                "The secret is {glue:text}`n:,`."
+            ),
+            nbformat.v4.new_code_cell("print('the secret code')"),
+            nbformat.v4.new_markdown_cell("::::{solution-end}\n::::\n\nAfter the solution."),
+            nbformat.v4.new_code_cell("after = 2"),
+        ]
+    )
+    path = tmp_path / "q1.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.parametrize("edition", ["student", "instructor"])
+def test_a_gated_solution_spans_cells_and_only_instructors_get_it(tmp_path, edition):
+    nb = ln.learner_notebook(gated_chapter(tmp_path), "book/q1", converter(edition=edition))
+    text = json.dumps(nb)
+    code = [c.source for c in nb.cells if c.cell_type == "code" and c.source != ln.ANSWER_CELL]
+    assert "After the solution." in text and code[0] == "setup = 1" and code[-1] == "after = 2"
+    if edition == "student":
+        assert "secret" not in text and len(code) == 2
+    else:
+        assert "The secret is 1,048,576." in text and "print('the secret code')" in code
+        assert "> **Solution**" in text
+
+
+def test_an_unclosed_gated_solution_stops_the_conversion(tmp_path):
+    path = gated_chapter(tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[4].source = "After the solution."
+    nbformat.write(nb, path)
+    with pytest.raises(ln.LearnerError, match="without its"):
+        ln.learner_notebook(path, "book/q1", converter())
 
 
 def test_unknown_directives_and_roles_stop_the_conversion():

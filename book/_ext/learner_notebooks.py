@@ -16,6 +16,8 @@ a notebook they read well:
 * admonitions become block quotes with a bold title, exercises a heading and their text;
 * the student edition drops every solution and leaves an empty cell after each exercise;
   the instructor edition keeps solutions, their prose as Markdown and their code as cells.
+  A gated solution (``{solution-start}`` ... ``{solution-end}``) may span cells: everything
+  between the two, code cells included, is a solution.
 
 Code cells are copied unchanged, without outputs. Anything MyST that this module does not
 know stops it with an error naming the chapter, so no raw syntax reaches a learner.
@@ -205,6 +207,8 @@ class Converter:
     edition: str = "student"
     docname: str = ""
     cited: list[str] = field(default_factory=list)
+    # Inside a gated solution ({solution-start} ... {solution-end}), which may span cells.
+    gated: bool = False
 
     def __post_init__(self):
         if self.edition not in EDITIONS:
@@ -295,7 +299,12 @@ class Converter:
         pieces: list[str] = []  # finished Markdown
         prose: list[str] = []  # source lines whose roles are still to replace
 
+        def hidden() -> bool:  # a gated solution's text, in the student edition
+            return self.gated and self.edition == "student"
+
         def end_prose():
+            if prose and hidden():
+                prose.clear()  # dropped before its roles are read: its citations do not count
             if prose:
                 # Roles may run over a line break, so replace them in the whole stretch.
                 pieces.append(self.inline("\n".join(prose)))
@@ -303,6 +312,8 @@ class Converter:
 
         def flush():
             end_prose()
+            if hidden():
+                pieces.clear()
             joined = tidy("\n".join(pieces))
             if joined:
                 check_plain(joined, self.docname)
@@ -320,6 +331,16 @@ class Converter:
             if found:
                 end_prose()  # before the directive: citations above it are then counted
                 end = self._closing(lines, i, found.group("fence"))
+                if found.group("name") in ("solution-start", "solution-end"):
+                    flush()
+                    opening = found.group("name") == "solution-start"
+                    if opening == self.gated:
+                        raise LearnerError(f"{self.docname}: unpaired {{{found.group('name')}}}")
+                    self.gated = opening
+                    if opening and self.edition == "instructor":
+                        cells.append(nbformat.v4.new_markdown_cell("> **Solution**"))
+                    i = end + 1
+                    continue
                 options, body = self._options(lines[i + 1 : end])
                 block = self._directive(
                     found.group("name"), found.group("argument").strip(), options, body
@@ -465,10 +486,13 @@ def learner_notebook(source: Path, docname: str, converter: Converter) -> nbform
     notebook = nbformat.read(source, as_version=4)
     converter.docname = docname
     converter.cited = []
+    converter.gated = False
     cells = []
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cells.extend(converter.markdown(cell.source))
+        elif converter.gated and converter.edition == "student":
+            continue  # a gated solution's code: instructors only
         elif cell.cell_type == "code":
             tags = cell.metadata.get("tags", [])
             new = nbformat.v4.new_code_cell(cell.source)
@@ -477,6 +501,8 @@ def learner_notebook(source: Path, docname: str, converter: Converter) -> nbform
             cells.append(new)
         else:
             cells.append(cell)
+    if converter.gated:
+        raise LearnerError(f"{docname}: a {{solution-start}} without its {{solution-end}}")
     page = converter.links.docs.get(docname, (f"{docname}.html", ""))[0]
     # The note goes right under the title, which leads the chapter's first cell.
     title, _, rest = cells[0].source.partition("\n\n")
