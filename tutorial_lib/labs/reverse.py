@@ -181,9 +181,10 @@ def train_ensemble(
     ``seeds.generator("ensemble", key, "data", e)``. The configs may differ only in what does
     not change the parameters' shapes or the modules: ``token_rms`` (the initial size of the
     token vectors) and ``causal`` (the decoder's mask). Training is
-    :func:`tutorial_lib.training.train`'s recipe: Adam with betas (0.9, 0.98), eps 1e-9, a linear warm-up over ``warmup``
-    steps to ``lr``, teacher forcing; fresh batches of ``batch_size`` (32 by default, half of
-    ``train``'s 64: the runs need more steps, but take less time in all). ``label_smoothing``
+    :func:`tutorial_lib.training.train`'s recipe: Adam with betas (0.9, 0.98), eps 1e-9, a
+    linear warm-up over ``warmup`` steps to ``lr``, teacher forcing; fresh batches of
+    ``batch_size`` (32 by default, half of ``train``'s 64: the runs need more steps, but take
+    less time in all). ``label_smoothing``
     (one value, or one per member) is PyTorch's: the target is (1 - epsilon) one-hot +
     epsilon / V.
     ``unrelated_targets``: every target is a fresh random string, unrelated to its source
