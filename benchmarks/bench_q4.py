@@ -6,6 +6,7 @@ import os
 import time
 from pathlib import Path
 
+from bench_q2 import chapter_execution
 from common import Result, time_explorer
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
@@ -92,29 +93,5 @@ def bench_q4_ensemble_step() -> list[Result]:
 
 
 def bench_q4_chapter_execution() -> list[Result]:
-    """The notebook top to bottom in a fresh kernel, as the build runs it (kernel start included).
-
-    Wall time is what a reader waits; the kernel's CPU time and the load average say how
-    much of it was other processes on a shared machine. Budget: 15 s on 2 cores.
-    """
-    import nbformat
-    import psutil
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(CHAPTER, as_version=4)
-    client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(BOOK)}}
-    )
-    load_before = os.getloadavg()[0]
-    start = time.perf_counter()
-    with client.setup_kernel():
-        kernel = psutil.Process(client.km.provisioner.process.pid)
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
-        cpu = kernel.cpu_times()
-    wall = time.perf_counter() - start
-    note = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on 2 cores"
-    return [
-        Result("Q4 chapter execution, wall (fresh kernel)", wall, "s", 15.0, note),
-        Result("Q4 chapter execution, kernel CPU", cpu.user + cpu.system, "s", None),
-    ]
+    """The notebook top to bottom in a fresh kernel, as the build runs it. Budget: 15 s."""
+    return chapter_execution(CHAPTER, "Q4", 15.0)

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ..attention import MultiHeadAttention
 from .common import HEAD_COLOURS, INK, code_html
-from .trace import letters_of, trace_tensors
+from .trace import letters_of, shape_of, trace_tensors
 
 __all__ = [
     "ShapeStep",
@@ -86,17 +86,6 @@ def _contiguity(ones: tuple[str, ...]) -> tuple[bool, ...]:
     return tuple(t.contiguous for t in traced)
 
 
-def _sizes_of(letters: str, sizes: dict[str, int]) -> tuple[int, ...]:
-    """'(B, T, H·d_k)' at ``sizes`` -> its shape."""
-    shape = []
-    for axis in letters.strip("()").split(", "):
-        n = 1
-        for factor in axis.split("·"):
-            n *= sizes[factor] if factor in sizes else int(factor)
-        shape.append(n)
-    return tuple(shape)
-
-
 def shape_steps(B: int, T: int, d_model: int, n_head: int) -> list[ShapeStep]:
     """The steps :func:`multihead_shape_trace` records for ``mha(x, x, x)`` at these sizes
     (d_k = d_v = D/H), without running at these sizes: the letters of the probe run, read at
@@ -108,9 +97,7 @@ def shape_steps(B: int, T: int, d_model: int, n_head: int) -> list[ShapeStep]:
     steps = []
     for t, contiguous in zip(_probe_trace(), _contiguity(ones), strict=True):
         letters = letters_of(t.shape, _PROBE)
-        steps.append(
-            ShapeStep(t.step, t.code, t.op, _sizes_of(letters, sizes), letters, contiguous)
-        )
+        steps.append(ShapeStep(t.step, t.code, t.op, shape_of(letters, sizes), letters, contiguous))
     return steps
 
 

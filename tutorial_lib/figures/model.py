@@ -26,6 +26,7 @@ from .decoding import DecodingRecord as DecodingRecord
 from .decoding import decoding_explorer as decoding_explorer
 from .decoding import draw_decoding_step as draw_decoding_step
 from .decoding import record_decoding as record_decoding
+from .trace import letters_of, shape_of
 
 __all__ = [
     "ShapeRow",
@@ -92,8 +93,6 @@ def _probe_rows() -> tuple[tuple[str, str, str, str], ...]:
     Returns (module path, part, tensor name, letters) per shown tensor, in the order
     the model made them (hooks fire as the forward pass reaches each module).
     """
-    from .trace import letters_of
-
     p = _PROBE
     # Tiny and on the CPU (a first forward pass on the meta device costs seconds of set-up).
     model = Transformer(_config(p["D"], p["H"], 1, p["V"])).eval()
@@ -151,16 +150,6 @@ def _parameter_counts(d_model: int, n_head: int, vocab: int) -> dict[str, int]:
     return counts
 
 
-def _size(letters: str, sizes: dict[str, int]) -> tuple[int, ...]:
-    shape = []
-    for axis in letters.strip("()").split(", "):
-        n = 1
-        for factor in axis.split("·"):
-            n *= sizes[factor] if factor in sizes else int(factor)
-        shape.append(n)
-    return tuple(shape)
-
-
 def model_shape_trace(
     B: int, T_src: int, T_tgt: int, d_model: int, n_head: int, n_layers: int, vocab: int = 37000
 ) -> tuple[list[ShapeRow], int]:
@@ -193,7 +182,7 @@ def model_shape_trace(
             shown.add(path)
         if name.startswith("logits"):
             params = counts["output projection"]
-        rows.append(ShapeRow(part, name, letters, _size(letters, sizes), params))
+        rows.append(ShapeRow(part, name, letters, shape_of(letters, sizes), params))
     total = counts["rest"] + n_layers * (counts["encoder layer"] + counts["decoder layer"])
     return rows, total
 

@@ -117,3 +117,14 @@ def letters_of(shape: tuple[int, ...], sizes: dict[str, int]) -> str:
         for b, size_b in list(sizes.items())[i + 1 :]:
             names.setdefault(size_a * size_b, f"{a}·{b}")
     return "(" + ", ".join(names.get(n, str(n)) for n in shape) + ")"
+
+
+def shape_of(letters: str, sizes: dict[str, int]) -> tuple[int, ...]:
+    """The inverse of :func:`letters_of` at other sizes: "(B, T, H·d_k)" -> (B, T, H * d_k)."""
+    shape = []
+    for axis in letters.strip("()").split(", "):
+        n = 1
+        for factor in axis.split("·"):
+            n *= sizes[factor] if factor in sizes else int(factor)
+        shape.append(n)
+    return tuple(shape)
