@@ -4,8 +4,10 @@
 * ``trace``: records every tensor a forward pass makes, for the shape explorers.
 * ``common``: what every figure shares (palette, heatmap PNGs, HTML tables, the book style).
 * ``svg``: small SVG plots written as text, the frames of the explorers.
-* one module per concept: ``attention`` (Q1), ``softmax`` (Q2), ``positional`` (Q3a) and
-  ``relative`` (Q3b), ``norms`` (Q4), ``model`` and ``decoding`` (Q5).
+* ``diagrams``: the layer and model diagrams (SVG, shapes read from a run of the model),
+  used by the introduction, Q1 and Q5.
+* one module per concept: ``lookup`` (Q0), ``attention`` (Q1), ``softmax`` (Q2),
+  ``positional`` (Q3a) and ``relative`` (Q3b), ``norms`` (Q4), ``model`` and ``decoding`` (Q5).
 """
 
 from .common import use_book_style
