@@ -25,6 +25,9 @@ of those kinds, and must be finite.
 :func:`format_shape` and :func:`check_shape` are the helpers chapter Q1 introduces;
 :mod:`tutorial_lib.attention` re-exports them. This module imports only torch, so every
 other module may import it.
+
+About 300 lines on purpose: every check of the library in one place, so each error
+message is written once and reads the same everywhere.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ Sphinx extension sets ``BOOK_EXPLORERS=static`` for the kernels it starts) the
 bundle carries the static face with every frame, and no widget: the page never
 shows one, so it loads no widget manager. In a live kernel the bundle carries
 the widget view and, for front-ends without widgets, the starting frame only:
-frames are drawn when a control first asks for them, never all up front.
+frames are drawn when a control first asks for them, never all up front. Only where
+ipywidgets is missing or fails does a live kernel draw every frame, under plain
+controls and a line saying why.
 
 Figure frames are PNGs drawn at twice their displayed size (sharp on 2x
 screens); ``dpi`` is the displayed CSS pixels per inch, so at the default 72 a
@@ -24,6 +26,9 @@ either draws on a matplotlib figure (``kind="figure"``: ``draw(fig, **params)``)
 or returns an HTML fragment (``kind="html"``: ``draw(**params) -> str``).
 
 Introduced in chapter Q1; every explorer in the book is one of these.
+
+About 430 lines: one contract with two faces (widgets and static frames) and the small
+script that drives the static face; splitting them would let the faces drift apart.
 """
 
 from __future__ import annotations

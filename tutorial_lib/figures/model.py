@@ -6,6 +6,9 @@ target length, D = d_model, H = n_head, d_ff feed-forward width, V vocabulary, N
 Every ``draw_*`` function draws on a matplotlib Figure it is given; nothing here calls
 ``pyplot``. The decoding explorer lives in :mod:`tutorial_lib.figures.decoding` and is
 importable from here too.
+
+About 300 lines: the shape tour's rows, the masks figure and the attention panels of Q5
+share the probe run and its letters, so they stay together.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ kilobytes in the built page; matplotlib needs ~100 ms and a PNG per frame. A
 sharp and readable on any screen); :func:`row` lays panels side by side and lets them
 wrap onto new lines on a phone; :func:`key` is a legend placed under the panels, never
 over the data.
+
+About 300 lines: the axes, ticks, lines, heatmaps and legends of one small plotting
+vocabulary, which every explorer frame shares.
 """
 
 from __future__ import annotations

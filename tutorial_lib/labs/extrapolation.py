@@ -9,7 +9,7 @@ seeds, so one variant's runs (every task and seed) train side by side as one bat
 ``tutorial_lib.labs.seed_ensemble.Ensemble``. Its figures are in
 :mod:`tutorial_lib.figures.positional`.
 
-About 370 lines: the config (checked field by field), the models, the two tasks and the
+About 450 lines: the config (checked field by field), the models, the two tasks and the
 runner, which read best together.
 """
 

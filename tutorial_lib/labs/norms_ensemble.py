@@ -16,6 +16,9 @@ members share: their sentences have the same lengths and their own tokens, so th
 member's tensors have one shape. Outputs: logits (E, B, T, n_classes).
 
 Introduced in chapter Q4 ("LayerNorm or BatchNorm?").
+
+About 440 lines: every layer of the tiny encoder again, stacked over members; each must
+sit next to the next so a reader can compare it with labs/norms.py line by line.
 """
 
 from __future__ import annotations
