@@ -121,6 +121,30 @@ def test_student_edition_removes_gated_solutions_too():
 
 
 @pytest.mark.parametrize(
+    "edition, kept", [("student", ["cite-1"]), ("instructor", ["cite-1", "cite-2"])]
+)
+def test_a_footnote_cited_only_in_a_removed_solution_links_back_to_nothing_gone(edition, kept):
+    from docutils import nodes
+    from docutils.utils import new_document
+    from sphinx_exercise.nodes import solution_node
+
+    document = new_document("page")
+    text = nodes.paragraph()
+    text += nodes.footnote_reference(ids=["cite-1"], refid="fn")
+    document += text
+    solution = solution_node()
+    solution += nodes.footnote_reference(ids=["cite-2"], refid="fn")
+    document += solution
+    footnote = nodes.footnote(ids=["fn"], backrefs=["cite-1", "cite-2"])
+    document += footnote
+    app = SimpleNamespace(config=fake_config(html_context={"book_edition": edition}))
+    if edition == "student":
+        editions.remove_solutions(document)
+    editions.drop_dangling_backrefs(app, document, "page")
+    assert footnote["backrefs"] == kept
+
+
+@pytest.mark.parametrize(
     "seed, path",
     [
         ("", "_build/.jupyter_cache"),

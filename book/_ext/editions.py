@@ -16,6 +16,7 @@ different folders.
 
 import os
 
+from docutils import nodes
 from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 from sphinx_exercise.nodes import solution_node
@@ -69,7 +70,19 @@ def remove_solutions(document) -> int:
     return len(found)
 
 
+def drop_dangling_backrefs(app, doctree, docname) -> None:
+    """A paper cited inside a removed solution keeps its footnote, but not a back-link to a
+    citation that is no longer on the page."""
+    if not is_student_edition(app.config):
+        return
+    ids = {i for node in doctree.findall(nodes.Element) for i in node["ids"]}
+    for node in doctree.findall(nodes.Element):
+        if node.get("backrefs"):
+            node["backrefs"] = [ref for ref in node["backrefs"] if ref in ids]
+
+
 def setup(app):
     app.connect("config-inited", choose_edition, priority=100)
     app.add_transform(RemoveGatedSolutions)
+    app.connect("doctree-resolved", drop_dangling_backrefs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

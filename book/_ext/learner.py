@@ -54,7 +54,8 @@ def write_learner_notebooks(app, exception):
         return
     root = Path(app.srcdir)
     outdir = Path(app.outdir)
-    edition = "student" if app.config.hide_solutions else "instructor"
+    # The edition book/_ext/editions.py chose (hide_solutions is always off, see there).
+    edition = app.config.html_context.get("book_edition", "student")
     try:
         learner_notebooks.write_learner_notebooks(
             root,

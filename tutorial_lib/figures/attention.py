@@ -213,7 +213,10 @@ def draw_offset_shares(
     grid = fig.add_gridspec(2, 2, hspace=0.6, wspace=0.4)
     ax_two, ax_one = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
     ax_runs = fig.add_subplot(grid[1, :])
-    ax_two.plot(two_heads[0], two_heads[1], ".", color=HEAD_COLOURS[0], alpha=0.15, ms=3)
+    # Thousands of dots: one raster layer instead of one SVG path each (600 kB to ~50 kB).
+    ax_two.plot(
+        two_heads[0], two_heads[1], ".", color=HEAD_COLOURS[0], alpha=0.15, ms=3, rasterized=True
+    )
     ax_two.set(xlim=(-0.03, 1.03), ylim=(-0.03, 1.03), xticks=[0, 0.5, 1], yticks=[0, 0.5, 1])
     ax_two.set_xlabel("head 1: share one back")
     ax_two.set_ylabel("head 2: share one back")

@@ -178,7 +178,9 @@ def _svg_figure(fig) -> str:
     """The inline backend's SVG for ``fig``: text kept as text, none of it below the minimum."""
     _raise_small_text(fig)
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", facecolor="white")
+    # dpi only sets the resolution of layers drawn with rasterized=True (dense scatters):
+    # 192 is twice the 96 px per inch of CSS, sharp on a 2x screen.
+    fig.savefig(buffer, format="svg", bbox_inches="tight", facecolor="white", dpi=192)
     return buffer.getvalue()
 
 

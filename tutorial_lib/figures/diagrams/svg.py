@@ -18,6 +18,7 @@ MIN_FONT_PX = 11  # the smallest text any diagram draws, in px at its natural si
 INK = "#1a1a1a"
 MUTED = "#4d4d4d"
 PAPER = "#ffffff"
+TAG_INK = "#1f4e79"  # chapter labels
 # Light fills after the paper's Figure 1, dark text on all of them.
 FILL = {
     "attention": "#fbe3c3",
@@ -27,7 +28,7 @@ FILL = {
     "linear": "#e3d9f2",
     "softmax": "#d3ecd3",
     "block": "#f4f4f4",
-    "tag": "#1f4e79",
+    "tag": "#dbe8f5",
 }
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
@@ -164,10 +165,11 @@ class Canvas:
         return h
 
     def tag(self, right, top, label):
-        """A chapter label: white text on a dark pill, its top-right corner at (right, top)."""
+        """A chapter label: dark blue on a light blue pill (7:1), its top-right corner at
+        (right, top)."""
         w = text_width(label, 11) + 10
-        self.rect(right - w + 6, top - 9, w, 17, fill=FILL["tag"], stroke=FILL["tag"], rx=8.5)
-        self.text(right - w / 2 + 6, top + 3.5, label, 11, weight="bold", colour="#ffffff")
+        self.rect(right - w + 6, top - 9, w, 17, fill=FILL["tag"], stroke=TAG_INK, rx=8.5)
+        self.text(right - w / 2 + 6, top + 3.5, label, 11, weight="bold", colour=TAG_INK)
 
     def render(self) -> str:
         title_id, desc_id = f"{self.id_prefix}-title", f"{self.id_prefix}-desc"
