@@ -284,10 +284,13 @@ def train_ensemble(
     for task, seed in members:
         seeds.manual_seed("extrapolation", "init", task, seed)
         models.append(PositionModel(variant, VOCAB, cfg))
-    # Every member's training data, drawn up front: steps * B sequences of length L each.
+    # Every member's training data, drawn up front: steps * B sequences of length L each
+    # (none with steps = 0: the members are then evaluated as initialised).
+    none = torch.empty(0, cfg.train_len, dtype=torch.long)
     pairs = [
         _batch(task, cfg.steps * cfg.batch, cfg.train_len,
                seeds.generator("extrapolation", "data", task, seed), cfg)
+        if cfg.steps else (none, none)
         for task, seed in members
     ]  # fmt: skip
     shape = (len(members), cfg.steps, cfg.batch, cfg.train_len)
