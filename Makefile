@@ -108,7 +108,8 @@ test-seeds: setup web
 
 test: lint test-unit test-book test-seeds test-learner
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
-	$(BIN)/pytest -q tests/built
+	# Three workers: a page load mostly waits (network idle, MathJax, fonts), so 2 cores keep up.
+	$(BIN)/pytest -q -n 3 tests/built
 
 bench: setup web
 	$(PY) benchmarks/run.py
