@@ -57,18 +57,28 @@ class PageVisit:
         self.context.close()
 
 
+@pytest.fixture(scope="session")
+def visits(browser, server):
+    """One load per page and width, shared by the tests that read it: a load costs seconds of
+    MathJax and waiting for the network to go quiet. Tests that move controls leave the page
+    as a reader would, and every later check must hold there too."""
+    loaded = {}
+    yield browser, server, loaded
+    for v in loaded.values():
+        v.close()
+
+
 @pytest.fixture
-def visit(browser, server):
-    visits = []
+def visit(visits):
+    browser, server, loaded = visits
 
     def open_page(page_path, **kwargs):
-        v = PageVisit(browser, server, page_path, **kwargs)
-        visits.append(v)
-        return v
+        key = (str(page_path), tuple(sorted(kwargs.items())))
+        if key not in loaded:
+            loaded[key] = PageVisit(browser, server, page_path, **kwargs)
+        return loaded[key]
 
-    yield open_page
-    for v in visits:
-        v.close()
+    return open_page
 
 
 @pytest.mark.parametrize("page_path", PAGES, ids=str)

@@ -25,19 +25,28 @@ CHAPTERS = [p for p in PAGES if p.name.startswith("q")]
 PHONE_MIN_TEXT_PX = 8.5  # a figure on a phone: shown no narrower than 600 px, scrolled sideways
 
 
+@pytest.fixture(scope="session")
+def loads(browser, server):
+    """One first load per page and set of options, shared by the tests that read it (each load
+    is a new context with an empty cache, so its byte count is a first visit's)."""
+    loaded = {}
+    yield browser, server, loaded
+    for _, page in loaded.values():
+        page.context.close()
+
+
 @pytest.fixture
-def open_page(browser, server):
-    contexts = []
+def open_page(loads):
+    browser, server, loaded = loads
 
     def load(page_path, **kwargs):
         path = page_path if isinstance(page_path, str) else page_path.as_posix()
-        measured, page = first_load(browser, f"{server}/{path}", **kwargs)
-        contexts.append(page.context)
-        return measured, page
+        key = (path, tuple(sorted(kwargs.items())))
+        if key not in loaded:
+            loaded[key] = first_load(browser, f"{server}/{path}", **kwargs)
+        return loaded[key]
 
-    yield load
-    for context in contexts:
-        context.close()
+    return load
 
 
 @pytest.mark.parametrize("page_path", PAGES, ids=str)

@@ -208,6 +208,9 @@ def use_book_style() -> None:
             "figure.facecolor": "white",
             "savefig.facecolor": "white",
             "svg.fonttype": "none",  # text stays text: smaller files, searchable, measurable
+            # Noisy training curves: drop vertices that move a line by under 0.3 px (0.11 by
+            # default); a sixth fewer bytes, no visible change.
+            "path.simplify_threshold": 0.3,
         }
     )
     try:
