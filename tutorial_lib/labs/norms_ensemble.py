@@ -164,6 +164,12 @@ class _Norm(nn.Module):
             real = torch.where(keep, x, 0.0)
             mean = real.sum(dim=(1, 2)) / n  # (E', D): over the real tokens only
             var = torch.where(keep, (real - mean[:, None, None]) ** 2, 0.0).sum(dim=(1, 2)) / n
+        if n < 2:  # as BatchNorm refuses: the running variance would be 0 / 0
+            raise ValueError(
+                "BatchNorm needs more than one (real) token per feature when training, to "
+                f"estimate a variance; got tokens (B, T) = {format_shape(x.shape[1:3])} with "
+                f"{n} real token(s)"
+            )
         with torch.no_grad():
             _rows(self.num_batches_tracked, a, b).add_(1)
             _rows(self.running_mean, a, b).lerp_(mean, self.momentum)
