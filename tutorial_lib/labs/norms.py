@@ -101,7 +101,9 @@ class SelfAttention(nn.Module):
         v = self.w_v(x).view(B, T, H, d_k).transpose(1, 2)  # (B, H, T, d_k)
         key_mask = None if mask is None else mask[:, None, None, :]  # (B, 1, 1, T_k)
         if self.causal:
-            future = causal_mask(T, device=x.device)  # (T_q, T_k), True = j <= i
+            # (1, 1, T_q, T_k), True = j <= i: the scores' rank, so that with B = T it is not
+            # mistaken for a (B, T_k) padding mask (the attention refuses such a 2-D mask).
+            future = causal_mask(T, device=x.device)[None, None]
             key_mask = future if key_mask is None else key_mask & future  # (B, 1, T_q, T_k)
         out, _ = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (B, H, T, d_k)
         return self.w_o(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)

@@ -204,7 +204,8 @@ class _Block(nn.Module):
         v = self.w_v(x).view(E, B, T, H, d_k).transpose(2, 3)  # (E, B, H, T, d_k)
         key_mask = None if mask is None else mask[None, :, None, None, :]  # (1, B, 1, 1, T_k)
         if self.causal:
-            future = causal_mask(T, device=x.device)  # (T_q, T_k), True = j <= i
+            # (1, 1, 1, T_q, T_k), True = j <= i: the scores' rank, as in SelfAttention.
+            future = causal_mask(T, device=x.device)[None, None, None]
             key_mask = future if key_mask is None else key_mask & future
         out, _ = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (E, B, H, T, d_k)
         return self.w_o(out.transpose(2, 3).reshape(E, B, T, D))  # (E, B, T, D)
