@@ -19,7 +19,7 @@ from torch import Tensor
 
 from .data import BOS, EOS, PAD, teacher_forcing
 from .model import Transformer
-from .validate import check_int, check_same_batch, check_tensor
+from .validate import check_int, check_real, check_same_batch, check_tensor
 
 __all__ = [
     "greedy_decode",
@@ -154,6 +154,16 @@ def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
     favoured; the paper's setting is alpha = 0.6. len(Y) counts the generated tokens, EOS
     included.
     """
+    alpha = check_real("alpha", alpha, minimum=0, why="(GNMT's length penalty; the paper's 0.6)")
+    if isinstance(length, Tensor):
+        check_tensor("length", length, "real", "of lengths >= 1 (generated tokens, EOS included)")
+        if not bool((length >= 1).all()):  # NaN fails this too
+            raise ValueError(
+                "length must count the generated tokens, EOS included: every entry >= 1; got "
+                f"entries {length.min().item():g}..{length.max().item():g}"
+            )
+    else:
+        length = check_int("length", length, why="(generated tokens, EOS included)")
     return ((5 + length) / 6) ** alpha
 
 
@@ -187,13 +197,11 @@ def beam_search(
     exact best under the same score (a test checks this against brute force). Runs on the
     KV cache of :func:`greedy_decode_cached`; src (B, T_src).
     """
+    max_len = _check_decoding(model, src, max_len)
     if not model.config.causal:
         raise ValueError("beam search decodes with a KV cache, which needs config.causal=True")
-    if not isinstance(beam_size, int) or beam_size < 1 or max_len < 1 or alpha < 0:
-        raise ValueError(
-            "need beam_size >= 1, max_len >= 1 and alpha >= 0; got "
-            f"beam_size={beam_size!r}, max_len={max_len}, alpha={alpha}"
-        )
+    beam_size = check_int("beam_size", beam_size, why="(hypotheses kept per source row)")
+    alpha = check_real("alpha", alpha, minimum=0, why="(GNMT's length penalty; the paper's 0.6)")
     model.eval()
     B, k = src.shape[0], beam_size
     memory, src_mask = model.encode(src)  # (B, T_src, D), (B, 1, T_src)

@@ -1,6 +1,7 @@
 """Fuzz entries for tutorial_lib.labs: the experiments' models, tasks and runners (tiny sizes)."""
 
 import dataclasses
+import math
 
 import numpy as np
 import torch
@@ -17,19 +18,24 @@ from tests.fuzz.harness import (
     sizes,
     tensor,
 )
+from tutorial_lib.data import TASKS as DATA_TASKS
+from tutorial_lib.data import make_batch
 from tutorial_lib.labs import embedding_scale as LE
 from tutorial_lib.labs import extrapolation as LX
 from tutorial_lib.labs import norms as LN
 from tutorial_lib.labs import reverse as LR
+from tutorial_lib.model import TransformerConfig
 
 REGISTRY = Registry(
     {
         "labs.extrapolation.VARIANTS": "a constant (PositionModel is fuzzed with it)",
         "labs.extrapolation.EXTRAPOLATION_TASKS": "a constant (train_and_evaluate uses it)",
+        "labs.extrapolation.VOCAB": "a constant: the token ids both tasks share",
         "labs.norms.NORM_KINDS": "a constant (make_norm and Block are fuzzed with it)",
         "labs.norms.PLACEMENTS": "a constant (Block is fuzzed with it)",
         "labs.reverse.N_SYMBOLS": "a constant of chapter Q5's task",
         "labs.reverse.LENGTH": "a constant of chapter Q5's task",
+        "labs.reverse.EnsembleRun": "a plain record returned by train_ensemble (fuzzed)",
     }
 )
 SPECS = REGISTRY.specs
@@ -111,6 +117,115 @@ def _(draw):
 @illegal("labs.embedding_scale.ReversalModel.inputs")
 def _(draw):
     return Call(LE.ReversalModel(5, 4, 6).inputs, {"tokens": torch.full((1, 2), 7)}), ("tokens",)
+
+
+@spec("labs.embedding_scale.ReversalModel.length_ratio")
+def _(draw):
+    kwargs = reversal_kwargs(draw) | {"embed_factor": draw(st.floats(0.1, 4))}
+    model = LE.ReversalModel(**kwargs)
+    tokens = ids(draw, 2, draw(st.integers(1, kwargs["max_len"])), vocab=kwargs["vocab"])
+    return Call(model.length_ratio, {"tokens": tokens}, holds(lambda r: 0 <= r < math.inf))
+
+
+@illegal("labs.embedding_scale.ReversalModel.length_ratio")
+def _(draw):
+    bad = draw(st.sampled_from([torch.full((1, 2), 7), torch.ones(3, dtype=torch.long), [[1, 2]]]))
+    return Call(LE.ReversalModel(5, 4, 6).length_ratio, {"tokens": bad}), ("tokens",)
+
+
+@spec(
+    "labs.embedding_scale.reversal_batch",
+    params={"n": POSITIVE, "T": POSITIVE, "vocab": POSITIVE},
+)
+def _(draw):
+    kwargs = {
+        "n": as_any_integer(draw, draw(st.integers(1, 4))),
+        "T": draw(st.integers(1, 6)),
+        "vocab": draw(st.integers(1, 10)),
+        "generator": draw(st.sampled_from([None, torch.Generator().manual_seed(2)])),
+    }
+
+    def check(tokens, kw):
+        assert tokens.shape == (int(kw["n"]), kw["T"]) and not tokens.is_floating_point()
+        assert bool(((tokens >= 0) & (tokens < kw["vocab"])).all())
+
+    return Call(LE.reversal_batch, kwargs, check)
+
+
+@illegal("labs.embedding_scale.reversal_batch")
+def _(draw):
+    return Call(LE.reversal_batch, {"n": 2, "T": 3, "vocab": 5, "generator": "g"}), ("generator",)
+
+
+def reversal_setups(draw, d_model):
+    """One or two set-ups: ReversalModel keyword arguments with heads that divide d_model."""
+    heads = [h for h in (1, 2, 4) if d_model % h == 0]
+    return {
+        f"s{i}": {
+            "positions": draw(st.sampled_from(["sinusoidal", "learned"])),
+            "embed_std": draw(st.floats(0.1, 1)),
+            "n_head": draw(st.sampled_from(heads)),
+        }
+        for i in range(draw(st.integers(1, 2)))
+    }
+
+
+@spec(
+    "labs.embedding_scale.reversal_experiment",
+    params={
+        "vocab": POSITIVE,
+        "d_model": Param("int", minimum=1, aliases=("D",)),
+        "T": POSITIVE,
+        "steps": POSITIVE,
+        "batch": Param("int", minimum=1, aliases=("B",)),
+        "lr": Param("real", above=0),
+    },
+    examples=5,
+)
+def _(draw):
+    d_model = 2 * draw(st.integers(1, 2))
+    kwargs = {
+        "setups": reversal_setups(draw, d_model),
+        "run_seeds": draw(st.sampled_from([(0,), [1, 2], range(2)])),
+        "vocab": draw(st.integers(1, 4)),
+        "d_model": d_model,
+        "T": draw(st.integers(1, 3)),
+        "steps": draw(st.integers(1, 2)),
+        "batch": draw(st.integers(1, 3)),
+        "lr": draw(st.floats(1e-4, 1e-2)),
+    }
+
+    def check(rows, kw):
+        assert [(r["setup"], r["seed"]) for r in rows] == [
+            (name, seed) for name in kw["setups"] for seed in kw["run_seeds"]
+        ]
+        for row in rows:
+            assert 0 <= row["accuracy"] <= 1 and math.isfinite(row["loss"])
+            n_head = kw["setups"][row["setup"]]["n_head"]
+            assert row["model"].attention.n_head == n_head
+
+    return Call(LE.reversal_experiment, kwargs, check)
+
+
+@illegal("labs.embedding_scale.reversal_experiment")
+def _(draw):
+    changes, names = draw(
+        st.sampled_from(
+            [
+                ({"setups": {}}, ("setups",)),
+                ({"setups": {"a": {"vocab": 3}}}, ("setups",)),
+                ({"setups": {"a": "learned"}}, ("setups",)),
+                ({"setups": {"a": {"positions": "rope"}}}, ("positions",)),
+                ({"setups": {"a": {"n_head": 3}}}, ("d_model", "n_head")),
+                ({"setups": {"a": {"n_head": [1]}}}, ("n_head",)),
+                ({"run_seeds": ()}, ("run_seeds",)),
+                ({"run_seeds": (1.5,)}, ("run_seeds",)),
+                ({"run_seeds": 0}, ("run_seeds",)),
+            ]
+        )
+    )
+    base = {"setups": {"a": {"n_head": 1}}, "run_seeds": (0,), "d_model": 4, "T": 2, "steps": 1}
+    return Call(LE.reversal_experiment, base | changes), names
 
 
 @spec(
@@ -316,6 +431,43 @@ def _(draw):
         assert (target < kw["values"]).all() and torch.equal(target[:, 0], tokens[:, 0])
 
     return Call(LX.hold_last_value_batch, kwargs, check)
+
+
+@spec("labs.extrapolation.train_ensemble", examples=5)
+def _(draw):
+    cfg = tiny_cfg(draw, seeds=(0, 1), tasks=("lag", "hold"))
+    tasks = draw(st.sampled_from([None, ("hold",), ["lag", "hold"]]))
+    run_seeds = draw(st.sampled_from([None, (3,), [np.int64(1)], range(1, 3)]))
+    kwargs = {"variant": cfg.variants[0], "cfg": cfg, "tasks": tasks, "run_seeds": run_seeds}
+
+    def check(rows, kw):
+        n_tasks = 2 if tasks is None else len(tasks)
+        n_seeds = 2 if run_seeds is None else len(run_seeds)
+        assert len(rows) == n_tasks * n_seeds
+        for row in rows:
+            assert set(row["accuracy"]) == set(cfg.eval_lens)
+            assert all(0 <= a <= 1 for a in row["accuracy"].values())
+
+    return Call(LX.train_ensemble, kwargs, check)
+
+
+@illegal("labs.extrapolation.train_ensemble")
+def _(draw):
+    cfg = tiny_cfg(draw)
+    kwargs, names = draw(
+        st.sampled_from(
+            [
+                ({"cfg": {"steps": 1}}, ("cfg",)),
+                ({"variant": "nope"}, ("variant",)),
+                ({"tasks": "lag"}, ("tasks",)),
+                ({"tasks": ()}, ("tasks",)),
+                ({"tasks": ("copy",)}, ("tasks",)),
+                ({"run_seeds": ()}, ("run_seeds",)),
+                ({"run_seeds": (1.5,)}, ("run_seeds",)),
+            ]
+        )
+    )
+    return Call(LX.train_ensemble, {"variant": cfg.variants[0], "cfg": cfg} | kwargs), names
 
 
 @spec(
@@ -548,6 +700,7 @@ TINY_PARAMS = {
     "n_layers": Param("int", minimum=0),
     "max_len": POSITIVE,
     "positions": Param("bool"),
+    "causal": Param("bool"),
 }
 
 
@@ -576,6 +729,7 @@ def _(draw):
         "placement": draw(st.sampled_from(LN.PLACEMENTS)),
         "max_len": T + draw(st.integers(0, 3)),
         "positions": draw(st.booleans()),
+        "causal": draw(st.booleans()),
     }
     return Call(
         function,
@@ -620,6 +774,86 @@ def _(draw):
     return Call(LN.ffn_gradient_norms, {"model": model}), names
 
 
+def tiny_encoder(draw, **changes):
+    H = draw(st.integers(1, 2))
+    kwargs = {
+        "vocab": 5,
+        "n_classes": draw(st.integers(1, 3)),
+        "d_model": 2 * H,
+        "n_head": H,
+        "d_ff": 4,
+        "n_layers": draw(st.integers(1, 3)),
+        "norm": draw(st.sampled_from(LN.NORM_KINDS)),
+        "placement": draw(st.sampled_from(LN.PLACEMENTS)),
+        "max_len": 6,
+        "causal": draw(st.booleans()),
+    }
+    return LN.TinyEncoder(**(kwargs | changes))
+
+
+@spec("labs.norms.first_layers", params={"n_layers": POSITIVE})
+def _(draw):
+    model = tiny_encoder(draw).eval()
+    n = draw(st.integers(1, len(model.layers)))
+    tokens = ids(draw, 2, 3, vocab=5)
+
+    def check(shallow, kw):  # the same weights, fewer layers; the model itself is untouched
+        assert len(shallow.layers) == n and shallow.layers[0] is model.layers[0]
+        assert shallow(tokens).shape == model(tokens).shape
+
+    return Call(LN.first_layers, {"model": model, "n_layers": as_any_integer(draw, n)}, check)
+
+
+@illegal("labs.norms.first_layers")
+def _(draw):
+    model = tiny_encoder(draw)
+    kwargs, names = draw(
+        st.sampled_from(
+            [
+                ({"model": model, "n_layers": len(model.layers) + 1}, ("n_layers",)),
+                ({"model": torch.nn.Linear(2, 2), "n_layers": 1}, ("model",)),
+            ]
+        )
+    )
+    return Call(LN.first_layers, kwargs), names
+
+
+@spec("labs.norms.position_influence", params={"b": Param("int", minimum=0)})
+def _(draw):
+    model = tiny_encoder(draw).eval()
+    B, T = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    tokens = ids(draw, B, T, vocab=5)
+
+    def check(influence, kw):
+        assert influence.shape == (T, T) and bool((influence >= 0).all())
+        if model.layers[0].attention.causal:  # no output depends on a later input
+            assert bool((influence.triu(1) == 0).all())
+
+    return Call(
+        LN.position_influence,
+        {"model": model, "tokens": tokens, "b": as_any_integer(draw, draw(st.integers(0, B - 1)))},
+        check,
+    )
+
+
+@illegal("labs.norms.position_influence")
+def _(draw):
+    model = tiny_encoder(draw).eval()
+    tokens = torch.ones(2, 3, dtype=torch.long)
+    kwargs, names = draw(
+        st.sampled_from(
+            [
+                ({"model": model, "tokens": tokens, "b": 2}, ("b",)),
+                ({"model": model, "tokens": tokens + 5}, ("tokens",)),
+                ({"model": model, "tokens": tokens[0]}, ("tokens",)),
+                ({"model": model, "tokens": tokens.tolist()}, ("tokens",)),
+                ({"model": torch.nn.Linear(2, 2), "tokens": tokens}, ("model",)),
+            ]
+        )
+    )
+    return Call(LN.position_influence, kwargs), names
+
+
 # -- reverse lab ------------------------------------------------------------------------------
 
 
@@ -655,3 +889,109 @@ def _(draw):
         {"seed": draw(st.integers(-2, 2))},
         holds(lambda r: r[1].steps == 1),
     )
+
+
+@spec(
+    "labs.reverse.smoothed_loss_floor",
+    params={
+        "epsilon": Param("real", minimum=0, maximum=1),
+        "V": Param("int", minimum=2),
+    },
+)
+def _(draw):
+    epsilon = draw(st.floats(0, 1, exclude_max=True))
+    V = draw(st.integers(2, 1000))
+
+    def check(result, kw):
+        floor, top = result
+        assert 0 <= floor <= math.log(V) + 1e-9 and 1 / V - 1e-12 <= top <= 1
+
+    return Call(LR.smoothed_loss_floor, {"epsilon": epsilon, "V": as_any_integer(draw, V)}, check)
+
+
+@illegal("labs.reverse.smoothed_loss_floor")
+def _(draw):
+    return Call(LR.smoothed_loss_floor, {"epsilon": 1.0, "V": 13}), ("epsilon",)
+
+
+def reverse_configs(draw, **changes):
+    sizes = dict(
+        src_vocab=13, tgt_vocab=13, d_model=4, n_head=1, d_ff=4, n_enc_layers=1,
+        n_dec_layers=1, dropout=0.0, max_len=5,
+    )  # fmt: skip
+    return [
+        TransformerConfig(
+            **(sizes | changes),
+            token_rms=draw(st.sampled_from([0.25, 1.0])),
+            causal=draw(st.booleans()),
+        )
+        for _ in range(draw(st.integers(1, 2)))
+    ]
+
+
+REVERSE_ENSEMBLE_PARAMS = {
+    "steps": Param("int", minimum=0),
+    "task": Param("choice", options=DATA_TASKS),
+    "length": POSITIVE,
+    "batch_size": Param("int", minimum=1, aliases=("B",)),
+    "lr": Param("real", above=0),
+    "warmup": Param("int", minimum=0),
+    "unrelated_targets": Param("bool"),
+    "target": Param("real", minimum=0, maximum=1, optional=True),
+}
+
+
+@spec("labs.reverse.train_ensemble", params=REVERSE_ENSEMBLE_PARAMS, examples=5)
+def _(draw):
+    configs = reverse_configs(draw)
+    E, length, steps = len(configs), draw(st.integers(1, 3)), draw(st.integers(0, 2))
+    task = draw(st.sampled_from(DATA_TASKS))
+    kwargs = {
+        "configs": configs,
+        "key": draw(st.sampled_from(["fuzz", 3])),
+        "steps": steps,
+        "task": task,
+        "length": length,
+        "batch_size": draw(st.integers(1, 3)),
+        "lr": draw(st.floats(1e-4, 1e-2)),
+        "warmup": draw(st.integers(0, 2)),
+        "label_smoothing": draw(st.sampled_from([0.0, 0.1, [0.2] * E])),
+        "unrelated_targets": draw(st.booleans()),
+        "target": draw(st.sampled_from([None, 1.0, 0.5])),
+        "snapshot_steps": draw(st.sampled_from([(), (1,)])),
+        "test_set": make_batch(task, 4, length, seed=1),
+    }
+
+    def check(run, kw):
+        assert len(run.models) == E and all(0 <= a <= 1 for a in run.accuracy)
+        assert all(len(losses) <= steps for losses in run.losses)
+
+    return Call(LR.train_ensemble, kwargs, check)
+
+
+@illegal("labs.reverse.train_ensemble")
+def _(draw):
+    configs = reverse_configs(draw)
+    test_set = make_batch("reverse", 4, 2, seed=1)
+    changes, names = draw(
+        st.sampled_from(
+            [
+                ({"configs": []}, ("configs",)),
+                ({"configs": [{"d_model": 4}]}, ("configs",)),
+                ({"configs": reverse_configs(draw, src_vocab=5, tgt_vocab=5)}, ("configs",)),
+                ({"configs": configs + reverse_configs(draw, d_ff=8)}, ("token_rms",)),
+                ({"length": 5}, ("length", "max_len")),
+                ({"label_smoothing": 1.0}, ("label_smoothing",)),
+                ({"label_smoothing": [0.1] * 3}, ("label_smoothing",)),
+                ({"snapshot_steps": 1}, ("snapshot_steps",)),
+                ({"start": [torch.nn.Linear(2, 2)] * len(configs)}, ("start",)),
+                ({"start": []}, ("start",)),
+                ({"test_set": (test_set[0] + 13, test_set[1])}, ("test_set",)),
+                ({"test_set": (test_set[0], test_set[1][:2])}, ("test_set",)),
+                ({"test_set": test_set[0]}, ("test_set",)),
+                ({"progress": 3}, ("progress",)),
+            ]
+        )
+    )
+    base = {"configs": configs, "key": "fuzz", "steps": 1, "length": 2, "test_set": test_set}
+    return Call(LR.train_ensemble, base | changes), names

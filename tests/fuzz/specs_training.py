@@ -23,6 +23,7 @@ from tutorial_lib import training as TR
 REGISTRY = Registry(
     {
         "decoding.Decoded": "a plain record returned by greedy_decode_cached (fuzzed)",
+        "decoding.Beam": "a plain record returned by beam_search (fuzzed)",
         "training.TrainResult": "a plain record returned by train (fuzzed)",
         "data.PAD": "a constant token id",
         "data.BOS": "a constant token id",
@@ -263,6 +264,96 @@ for _name in ("teacher_forced_accuracy", "sequence_accuracy"):
         return Call(function, {"model": m} | kwargs), names
 
     SPECS[f"decoding.{_name}"] = Spec(_legal, illegal=_illegal, examples=6)
+
+
+@spec(
+    "decoding.length_penalty",
+    params={"length": POSITIVE, "alpha": Param("real", minimum=0)},
+)
+def _(draw):
+    alpha = draw(st.floats(0, 2))
+    if draw(st.booleans()):
+        n = draw(st.integers(1, 50))
+        return Call(
+            DEC.length_penalty,
+            {"length": as_any_integer(draw, n), "alpha": alpha},
+            holds(lambda r: r >= 1 and abs(r - ((5 + n) / 6) ** alpha) < 1e-9),
+        )
+    lengths = torch.tensor(draw(st.lists(st.integers(1, 20), min_size=1, max_size=4)))
+    lengths = lengths.to(draw(st.sampled_from([torch.long, torch.float64])))
+    return Call(
+        DEC.length_penalty,
+        {"length": lengths, "alpha": alpha},
+        holds(lambda r: r.shape == lengths.shape and bool((r >= 1).all())),
+    )
+
+
+@illegal("decoding.length_penalty")
+def _(draw):
+    bad = draw(
+        st.sampled_from(
+            [
+                torch.tensor([0, 3]),
+                torch.tensor([2.0, float("nan")]),
+                torch.tensor([True]),
+                torch.tensor([-1.0]),
+            ]
+        )
+    )
+    return Call(DEC.length_penalty, {"length": bad, "alpha": 0.6}), ("length",)
+
+
+def right_beams(result, kw):
+    B, max_len = kw["src"].shape[0], kw["max_len"]
+    assert result.tokens.shape == (B, max_len) and result.scores.shape == (B,)
+    assert bool(((result.lengths >= 1) & (result.lengths <= max_len)).all())
+    after = torch.arange(max_len) >= result.lengths[:, None]  # (B, max_len): past the output
+    assert bool((result.tokens[after] == DATA.PAD).all())
+    assert bool((result.log_probs <= 0).all())
+
+
+@spec(
+    "decoding.beam_search",
+    params={
+        "max_len": POSITIVE,
+        "beam_size": POSITIVE,
+        "alpha": Param("real", minimum=0),
+    },
+    examples=8,
+)
+def _(draw):
+    m = decoding_model(draw, causal=True)
+    src = ids(draw, draw(st.integers(1, 3)), draw(st.integers(1, 4)), vocab=m.config.src_vocab)
+    kwargs = {
+        "model": m,
+        "src": src,
+        "max_len": as_any_integer(draw, draw(st.integers(1, min(4, m.config.max_len)))),
+        "beam_size": as_any_integer(draw, draw(st.integers(1, 4))),
+        "alpha": draw(st.sampled_from([0, 0.6, np.float64(1.0)])),
+    }
+    return Call(DEC.beam_search, kwargs, right_beams)
+
+
+@illegal("decoding.beam_search")
+def _(draw):
+    m = decoding_model(draw, causal=True)
+    src = torch.ones(2, 3, dtype=torch.long)
+    kwargs, names = draw(
+        st.sampled_from(
+            [
+                ({"model": m, "src": src, "max_len": m.config.max_len + 1}, ("max_len",)),
+                ({"model": torch.nn.Linear(2, 2), "src": src, "max_len": 2}, ("model",)),
+                ({"model": m, "src": src.float(), "max_len": 2}, ("src",)),
+                ({"model": m, "src": src + m.config.src_vocab, "max_len": 2}, ("src",)),
+                ({"model": m, "src": src[0], "max_len": 2}, ("src",)),
+                (
+                    {"model": decoding_model(draw, causal=False), "src": src, "max_len": 2},
+                    ("causal",),
+                ),
+            ]
+        )
+    )
+    return Call(DEC.beam_search, kwargs), names
 
 
 @spec("training.one_thread")

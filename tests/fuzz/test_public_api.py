@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import tutorial_lib
 from tests.fuzz import (
     specs_attention,
+    specs_ensembles,
     specs_labs,
     specs_model,
     specs_norms,
@@ -36,6 +37,7 @@ for _module in (
     specs_model,
     specs_training,
     specs_labs,
+    specs_ensembles,
 ):
     assert not set(_module.SPECS) & set(SPECS), "one entry per name"
     SPECS |= _module.SPECS

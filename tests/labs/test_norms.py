@@ -162,6 +162,16 @@ def test_a_causal_stack_sees_no_future_unless_batchnorm_trains(norm):
         assert (trained[future] == 0).all()
 
 
+def test_a_causal_stack_takes_a_batch_as_large_as_its_length():
+    """With B = T, a (T_q, T_k) causal map has the shape of a (B, T_k) padding mask, which the
+    attention refuses as ambiguous; the stack gives its map the scores' rank instead."""
+    model = tiny_decoder("layer").eval()
+    tokens = torch.randint(1, 9, (5, 5), generator=torch.Generator().manual_seed(3))
+    logits = model(tokens)
+    for b in range(5):  # each sentence alone: the same outputs
+        torch.testing.assert_close(logits[b : b + 1], model(tokens[b : b + 1]))
+
+
 def test_position_influence_errors():
     model = tiny_decoder("layer")
     with pytest.raises(ValueError, match=r"\(B, T\)"):

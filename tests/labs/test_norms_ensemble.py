@@ -77,6 +77,17 @@ def test_shared_tokens_reach_every_member():
     torch.testing.assert_close(shared, ensemble(tokens.expand(5, -1, -1), mask))
 
 
+def test_a_causal_ensemble_takes_a_batch_as_large_as_its_length():
+    """Without a padding mask the causal map alone reaches the attention; with B = T it must
+    not be read as a (B, T_k) padding mask (the attention refuses a 2-D mask then)."""
+    models = members(causal=True)
+    ensemble = EncoderEnsemble(models)
+    tokens = torch.randint(1, 12, (5, 4, 4), generator=torch.Generator().manual_seed(1))
+    logits = ensemble(tokens)
+    for e, model in enumerate(models):
+        torch.testing.assert_close(logits[e], model(tokens[e]))
+
+
 @pytest.mark.parametrize("warmup", [None, [0, 3]])
 def test_train_runs_trains_each_member_as_fit_trains_it_alone(warmup):
     kinds, placements = ["batch_masked", "layer"], ["post", "pre"]

@@ -11,6 +11,7 @@ chapter can state each outcome with its spread.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import torch
 from torch import Tensor, nn
@@ -23,6 +24,10 @@ from ..validate import check_choice, check_int, check_real, check_token_ids
 from .seed_ensemble import Ensemble
 
 __all__ = ["ReversalModel", "reversal_batch", "train_reversal", "reversal_experiment"]
+
+_POSITIONS = ("sinusoidal", "learned")  # ReversalModel's position variants
+# What a set-up of reversal_experiment may set: ReversalModel's keyword arguments beyond the sizes.
+_SETUP_KEYS = ("positions", "embed_std", "embed_factor", "n_head")
 
 
 class ReversalModel(nn.Module):
@@ -45,7 +50,7 @@ class ReversalModel(nn.Module):
         super().__init__()
         self.vocab, d_model = check_int("vocab", vocab), check_int("d_model", d_model, why="(D)")
         max_len, n_head = check_int("max_len", max_len), check_int("n_head", n_head, why="(H)")
-        check_choice("positions", positions, ("sinusoidal", "learned"))
+        check_choice("positions", positions, _POSITIONS)
         if d_model % n_head:
             raise ValueError(f"d_model = {d_model} must be divisible by n_head = {n_head}")
         self.embed = nn.Embedding(self.vocab, d_model)
@@ -85,8 +90,13 @@ class ReversalModel(nn.Module):
         return self.readout(h)  # (B, T, vocab)
 
 
-def reversal_batch(n: int, T: int, vocab: int, generator: torch.Generator) -> Tensor:
+def reversal_batch(n: int, T: int, vocab: int, generator: torch.Generator | None) -> Tensor:
     """n sequences of T uniform tokens (n, T); the target is each one flipped."""
+    n, T, vocab = check_int("n", n), check_int("T", T), check_int("vocab", vocab)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None; got {type(generator).__name__}"
+        )
     return torch.randint(0, vocab, (n, T), generator=generator)
 
 
@@ -174,7 +184,7 @@ def _train_group(setups, names, run_seeds, probe, test, vocab, d_model, T, steps
 
 def reversal_experiment(
     setups: dict[str, dict],
-    run_seeds: tuple[int, ...] | list[int],
+    run_seeds: Iterable[int],
     *,
     vocab: int = 10,
     d_model: int = 64,
@@ -187,19 +197,43 @@ def reversal_experiment(
 
     Seed s fixes the initial draws and the training data, the same for every set-up; the
     test sequences are the same for all. Set-ups that share an architecture (the same
-    ``positions``) train together as one ``Ensemble``. Returns one row per
+    ``positions`` and ``n_head``) train together as one ``Ensemble``. Returns one row per
     (set-up, seed): {"setup", "seed", "ratio" (token / position length at initialisation),
     "loss" (mean of the last 20 steps), "accuracy" (held-out, per token), "seconds"
     (training time per run), "model" (trained)}.
     """
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive integer; got steps={steps!r}")
-    run_seeds = tuple(run_seeds)
-    if not run_seeds or not setups:
-        raise ValueError("reversal_experiment needs at least one set-up and one seed")
-    groups: dict[str, list[str]] = {}
+    vocab, d_model, T = (
+        check_int("vocab", vocab),
+        check_int("d_model", d_model, why="(D)"),
+        check_int("T", T),
+    )
+    steps, batch = check_int("steps", steps), check_int("batch", batch, why="(B)")
+    lr = check_real("lr", lr, above=0)
+    if not isinstance(setups, dict) or not setups:
+        raise ValueError(
+            "reversal_experiment needs at least one set-up: setups must be a non-empty dict "
+            f"{{name: ReversalModel keyword arguments}}; got setups={setups!r:.60}"
+        )
     for name, setup in setups.items():
-        groups.setdefault(setup.get("positions", "sinusoidal"), []).append(name)
+        if not isinstance(setup, dict) or set(setup) - set(_SETUP_KEYS):
+            raise ValueError(
+                f"setups[{name!r}] must be a dict of ReversalModel keyword arguments among "
+                f"{list(_SETUP_KEYS)}; got {setup!r:.60}"
+            )
+    if isinstance(run_seeds, (str, bytes)) or not isinstance(run_seeds, Iterable):
+        raise TypeError(
+            f"run_seeds must be integer seeds (a tuple, a range); got run_seeds={run_seeds!r:.60}"
+        )
+    run_seeds = tuple(check_int("run_seeds", s, None) for s in run_seeds)
+    if not run_seeds:
+        raise ValueError("reversal_experiment needs at least one seed; got run_seeds=()")
+    # One ensemble per architecture: members run with the first member's modules, so set-ups
+    # that differ in what the modules are (positions, n_head) must not share one.
+    groups: dict[tuple, list[str]] = {}
+    for name, setup in setups.items():
+        positions = check_choice("positions", setup.get("positions", "sinusoidal"), _POSITIONS)
+        n_head = check_int("n_head", setup.get("n_head", 4), why="(H)")
+        groups.setdefault((positions, n_head), []).append(name)
     rows = []
     with one_thread():  # tiny tensors: a second thread would only wait
         probe = reversal_batch(256, T, vocab, seeds.generator("embedding_scale", "probe"))

@@ -16,7 +16,7 @@ runner, which read best together.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -272,13 +272,20 @@ def train_ensemble(
     (a fair comparison); the test sequences are the same for every variant and seed.
     Returns one row per (task, seed), as :func:`train_and_evaluate`.
     """
-    tasks = tuple(cfg.tasks if tasks is None else tasks)
-    run_seeds = tuple(cfg.seeds if run_seeds is None else run_seeds)
-    for task in tasks:
-        if task not in EXTRAPOLATION_TASKS:
-            raise ValueError(f"task must be one of {list(EXTRAPOLATION_TASKS)}; got {task!r}")
+    if not isinstance(cfg, ExtrapolationConfig):
+        raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
+    check_choice("variant", variant, VARIANTS)
+    tasks = cfg.tasks if tasks is None else tasks
+    run_seeds = cfg.seeds if run_seeds is None else run_seeds
+    for name, values in (("tasks", tasks), ("run_seeds", run_seeds)):
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise ValueError(f"{name} must be a non-empty tuple; got {name}={values!r:.60}")
+    tasks = tuple(check_choice("tasks", task, tuple(EXTRAPOLATION_TASKS)) for task in tasks)
+    run_seeds = tuple(check_int("run_seeds", seed, None) for seed in run_seeds)
     if not tasks or not run_seeds:
-        raise ValueError(f"need at least one task and one seed; got {tasks!r}, {run_seeds!r}")
+        raise ValueError(
+            f"need at least one task and one seed; got tasks={tasks}, run_seeds={run_seeds}"
+        )
     members = [(task, seed) for task in tasks for seed in run_seeds]
     models = []
     for task, seed in members:

@@ -22,6 +22,9 @@ is a sum over copies, so each copy trains as it would alone. Copy r computes wha
 it), in a cheaper order: see :meth:`HeadsEnsemble.forward`.
 
 Introduced in chapter Q1 ("Why does each head work in a lower dimension?").
+
+About 330 lines: the single model and the ensemble that must compute exactly what it does
+sit side by side, with the checks that name a bad input before a table lookup fails on it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from torch import Tensor, nn
 from .. import seeds
 from ..attention import MultiHeadAttention, causal_mask, masked_softmax
 from ..training import fit
+from ..validate import check_int, check_real, check_tensor, check_token_ids, format_shape
 
 __all__ = [
     "VOCAB",
@@ -60,6 +64,12 @@ def difference_batch(n: int, generator: torch.Generator, copies: int | None = No
 
     Targets at positions 0 and 1 wrap around and are never scored.
     """
+    n = check_int("n", n, why="(B, sequences per copy)")
+    copies = None if copies is None else check_int("copies", copies, why="(R)")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None; got {type(generator).__name__}"
+        )
     shape = (n, LENGTH) if copies is None else (copies, n, LENGTH)
     tokens = torch.randint(0, VOCAB, shape, generator=generator)
     target = (tokens.roll(1, dims=-1) - tokens.roll(2, dims=-1)) % VOCAB  # x[t-1] - x[t-2]
@@ -79,7 +89,8 @@ class TinyAttentionModel(nn.Module):
 
     def __init__(self, n_head: int):
         super().__init__()
-        if not isinstance(n_head, int) or n_head <= 0 or WIDTH % n_head:
+        n_head = check_int("n_head", n_head, why="(H)")
+        if WIDTH % n_head:
             raise ValueError(f"n_head must be a positive divisor of D = {WIDTH}; got {n_head!r}")
         self.n_head = n_head
         self.embed = nn.Embedding(VOCAB, WIDTH)
@@ -89,6 +100,12 @@ class TinyAttentionModel(nn.Module):
         self.register_buffer("mask", earlier_only(), persistent=False)
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        check_token_ids("tokens", tokens, VOCAB)
+        if tokens.shape[1] != LENGTH:
+            raise ValueError(
+                f"tokens must be (B, T) with T = LENGTH = {LENGTH} (the positions the model "
+                f"learns); got shape {format_shape(tokens)}"
+            )
         h = self.embed(tokens) + self.position  # (B, T, D)
         h, attn = self.attention(h, h, h, mask=self.mask[None])  # (B, T, D), (B, H, T, T)
         return self.readout(h), attn
@@ -128,6 +145,9 @@ class HeadsEnsemble(nn.Module):
         super().__init__()
         if not models:
             raise ValueError("an ensemble needs at least one model; got none")
+        for m in models:
+            if not isinstance(m, TinyAttentionModel):
+                raise TypeError(f"models must be TinyAttentionModels; got {type(m).__name__}")
         self.n_heads = [m.n_head for m in models]
         G = max(self.n_heads)
         if any(G % h for h in self.n_heads):
@@ -150,15 +170,18 @@ class HeadsEnsemble(nn.Module):
 
     def copy_state(self, r: int) -> dict[str, Tensor]:
         """Copy r's weights as a state dict for ``TinyAttentionModel(self.n_heads[r])``."""
+        r = _check_copy(r, len(self))
         return {name: p[r].detach().clone() for name, p in zip(_NAMES, self.params, strict=True)}
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         embed, position, w_q, w_k, w_v, w_o, ln_w, ln_b, w_1, b_1, w_2, b_2 = self.params
+        check_tensor("tokens", tokens, "integer", f"(R, B, T) of token ids 0..V-1 = 0..{VOCAB - 1}")
         if tokens.dim() != 3 or tokens.shape[0] != len(self) or tokens.shape[2] != LENGTH:
             raise ValueError(
                 f"tokens must be (R, B, T) with R = {len(self)} copies and T = {LENGTH}; "
                 f"got shape {tuple(tokens.shape)}"
             )
+        check_token_ids("tokens", tokens.flatten(0, 1), VOCAB)  # the ids index tables below
         R, B, T = tokens.shape
         G, D, V, s = self.n_slices, WIDTH, VOCAB, FIRST_SCORED
         # 1. A token's vector depends only on its digit and its position, so there are just
@@ -196,7 +219,22 @@ class HeadsEnsemble(nn.Module):
     def head_weights(self, attn: Tensor) -> list[Tensor]:
         """Per copy, its heads' weights: a list of R tensors (H_r, B, T_q, T) from ``attn``."""
         G = self.n_slices
+        check_tensor("attn", attn, "float", "(R, G, B, T_q, T)")
+        T_q = LENGTH - FIRST_SCORED
+        if attn.dim() != 5 or attn.shape[:2] != (len(self), G) or attn.shape[3:] != (T_q, LENGTH):
+            raise ValueError(
+                f"attn must be the ensemble's weights (R, G, B, T_q, T) with R = {len(self)}, "
+                f"G = {G}, T_q = {T_q}, T = {LENGTH}; got shape {format_shape(attn)}"
+            )
         return [attn[r, :: G // h] for r, h in enumerate(self.n_heads)]
+
+
+def _check_copy(r: object, R: int) -> int:
+    """r as an int that picks one of R copies, or an error."""
+    r = check_int("r", r, minimum=0, why="(a copy's index)")
+    if r >= R:
+        raise ValueError(f"r must pick one of the R = {R} copies (0..{R - 1}); got r = {r}")
+    return r
 
 
 def scored_loss(logits: Tensor, target: Tensor) -> Tensor:
@@ -220,11 +258,13 @@ class HeadsResult:
 
     def share(self, r: int) -> Tensor:
         """Copy r's w(t-1) / (w(t-1) + w(t-2)) per head and token: (H_r, N, T_q)."""
+        r = _check_copy(r, len(self.n_heads))
         one, two = self.one_back[r], self.two_back[r]
         return one / (one + two).clamp_min(1e-12)
 
     def copies(self, n_head: int) -> list[int]:
         """Indices of the copies with ``n_head`` heads."""
+        n_head = check_int("n_head", n_head, why="(H)")
         return [r for r, h in enumerate(self.n_heads) if h == n_head]
 
 
@@ -246,6 +286,16 @@ def train_heads(
     :func:`tutorial_lib.notebook.progress`, is called as ``report(batches, label, total=steps)``
     and must yield the batches it is given (a live counter for a long cell).
     """
+    if isinstance(n_heads, (str, bytes)) or not isinstance(n_heads, Sequence) or not n_heads:
+        raise ValueError(
+            f"n_heads must be a non-empty sequence, one n_head per copy; got {n_heads!r:.60}"
+        )
+    n_heads = [check_int("n_heads", h, why="(one H per copy)") for h in n_heads]
+    steps, n_test = check_int("steps", steps, minimum=0), check_int("n_test", n_test)
+    batch_size = check_int("batch_size", batch_size, why="(B)")
+    lr = check_real("lr", lr, above=0)
+    if report is not None and not callable(report):
+        raise TypeError(f"report must be callable or None; got {type(report).__name__}")
     models = []
     for r, n_head in enumerate(n_heads):
         seeds.manual_seed(key, "init", r)

@@ -101,7 +101,9 @@ class SelfAttention(nn.Module):
         v = self.w_v(x).view(B, T, H, d_k).transpose(1, 2)  # (B, H, T, d_k)
         key_mask = None if mask is None else mask[:, None, None, :]  # (B, 1, 1, T_k)
         if self.causal:
-            future = causal_mask(T, device=x.device)  # (T_q, T_k), True = j <= i
+            # (1, 1, T_q, T_k), True = j <= i: the scores' rank, so that with B = T it is not
+            # mistaken for a (B, T_k) padding mask (the attention refuses such a 2-D mask).
+            future = causal_mask(T, device=x.device)[None, None]
             key_mask = future if key_mask is None else key_mask & future  # (B, 1, T_q, T_k)
         out, _ = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (B, H, T, d_k)
         return self.w_o(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
@@ -236,7 +238,10 @@ def first_layers(model: TinyEncoder, n_layers: int) -> TinyEncoder:
     is distributed exactly like a freshly built ``n_layers``-layer encoder, so the stacks of
     one deep initialisation compare depths on the same weights.
     """
-    if not 1 <= n_layers <= len(model.layers):
+    if not isinstance(model, TinyEncoder):
+        raise TypeError(f"model must be a TinyEncoder; got {type(model).__name__}")
+    n_layers = check_int("n_layers", n_layers)
+    if n_layers > len(model.layers):
         raise ValueError(f"n_layers must be between 1 and {len(model.layers)}; got {n_layers}")
     shallow = copy.copy(model)
     shallow._modules = dict(model._modules)  # its own table of submodules, the same submodules
@@ -253,9 +258,11 @@ def position_influence(model: TinyEncoder, tokens: Tensor, b: int = 0) -> Tensor
     exact zeros above the diagonal (t' > t). ``tokens`` long (B, T); the model runs in the
     mode it is in (training or evaluation), once, without a padding mask.
     """
-    if tokens.dim() != 2:
-        raise ValueError(f"tokens must be (B, T); got shape {tuple(tokens.shape)}")
-    if not 0 <= b < tokens.shape[0]:
+    if not isinstance(model, TinyEncoder):
+        raise TypeError(f"model must be a TinyEncoder; got {type(model).__name__}")
+    check_token_ids("tokens", tokens, model.vocab)
+    b = check_int("b", b, minimum=0, why="(a sentence's index)")
+    if b >= tokens.shape[0]:
         raise ValueError(f"b must pick one of the B = {tokens.shape[0]} sentences; got b = {b}")
     captured = {}
 

@@ -17,8 +17,9 @@ member's tensors have one shape. Outputs: logits (E, B, T, n_classes).
 
 Introduced in chapter Q4 ("LayerNorm or BatchNorm?").
 
-About 440 lines: every layer of the tiny encoder again, stacked over members; each must
-sit next to the next so a reader can compare it with labs/norms.py line by line.
+About 530 lines: every layer of the tiny encoder again, stacked over members; each must
+sit next to the next so a reader can compare it with labs/norms.py line by line (and every
+entry point checks its input, as the single encoder does).
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ from torch import Tensor, nn
 
 from ..attention import causal_mask, scaled_dot_product_attention
 from ..norms import BatchNorm, LayerNorm, check_padding_mask
+from ..validate import (
+    check_int,
+    check_real,
+    check_tensor,
+    check_token_ids,
+    format_shape,
+    to_tensor,
+)
 from .norms import TinyEncoder
 
 __all__ = ["EncoderEnsemble", "RunsAdam", "train_runs", "init_gradients"]
@@ -92,7 +101,8 @@ class _Norm(nn.Module):
         for n in norms:
             if n is not None and not isinstance(n, (LayerNorm, BatchNorm)):
                 raise ValueError(
-                    f"an ensemble takes LayerNorm and BatchNorm; got {type(n).__name__}"
+                    "an ensemble takes LayerNorm and BatchNorm (members built with norm="
+                    f"'layer', 'batch' or 'batch_masked'); got {type(n).__name__}"
                 )
         self.runs = _runs(
             [k if n is not None else "none" for n, k in zip(norms, kinds, strict=True)]
@@ -154,6 +164,12 @@ class _Norm(nn.Module):
             real = torch.where(keep, x, 0.0)
             mean = real.sum(dim=(1, 2)) / n  # (E', D): over the real tokens only
             var = torch.where(keep, (real - mean[:, None, None]) ** 2, 0.0).sum(dim=(1, 2)) / n
+        if n < 2:  # as BatchNorm refuses: the running variance would be 0 / 0
+            raise ValueError(
+                "BatchNorm needs more than one (real) token per feature when training, to "
+                f"estimate a variance; got tokens (B, T) = {format_shape(x.shape[1:3])} with "
+                f"{n} real token(s)"
+            )
         with torch.no_grad():
             _rows(self.num_batches_tracked, a, b).add_(1)
             _rows(self.running_mean, a, b).lerp_(mean, self.momentum)
@@ -188,7 +204,8 @@ class _Block(nn.Module):
         v = self.w_v(x).view(E, B, T, H, d_k).transpose(2, 3)  # (E, B, H, T, d_k)
         key_mask = None if mask is None else mask[None, :, None, None, :]  # (1, B, 1, 1, T_k)
         if self.causal:
-            future = causal_mask(T, device=x.device)  # (T_q, T_k), True = j <= i
+            # (1, 1, 1, T_q, T_k), True = j <= i: the scores' rank, as in SelfAttention.
+            future = causal_mask(T, device=x.device)[None, None, None]
             key_mask = future if key_mask is None else key_mask & future
         out, _ = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (E, B, H, T, d_k)
         return self.w_o(out.transpose(2, 3).reshape(E, B, T, D))  # (E, B, T, D)
@@ -223,13 +240,20 @@ class EncoderEnsemble(nn.Module):
 
     def __init__(self, members: Sequence[TinyEncoder]):
         super().__init__()
-        if not members:
-            raise ValueError("an ensemble needs at least one member")
+        if isinstance(members, nn.Module) or not isinstance(members, Sequence) or not members:
+            found = repr(members) if isinstance(members, (list, tuple)) else type(members).__name__
+            raise ValueError(
+                "an ensemble needs at least one member: members must be a non-empty list of "
+                f"TinyEncoders; got {found}"
+            )
+        for m in members:
+            if not isinstance(m, TinyEncoder):
+                raise TypeError(f"members must be TinyEncoders; got {type(m).__name__}")
         self.config = _sizes(members[0])
         for m in members:
             if _sizes(m) != self.config:
                 raise ValueError(
-                    f"every member must have the same sizes; got {_sizes(m)} and {self.config}"
+                    f"members must all have the same sizes; got {_sizes(m)} and {self.config}"
                 )
         self.norm_kinds = tuple(m.norm_kind for m in members)
         self.placements = tuple(m.layers[0].placement for m in members)
@@ -248,13 +272,17 @@ class EncoderEnsemble(nn.Module):
 
     def forward(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
         """tokens long (E, B, T) or (B, T), mask bool (B, T) or None -> (E, B, T, n_classes)."""
-        E = self.n_members
+        E, vocab = self.n_members, self.config["vocab"]
+        check_tensor(
+            "tokens", tokens, "integer", f"(E, B, T) or (B, T) of token ids 0..{vocab - 1}"
+        )
         if tokens.dim() == 2:
             tokens = tokens.expand(E, *tokens.shape)  # one batch for every member
         if tokens.dim() != 3 or tokens.shape[0] != E:
             raise ValueError(
                 f"tokens must be (E, B, T) with E = {E}, or (B, T); got {tuple(tokens.shape)}"
             )
+        check_token_ids("tokens", tokens.flatten(0, 1), vocab)  # a negative id would wrap
         check_padding_mask(mask, tokens[0, :, :, None], "EncoderEnsemble")
         T = tokens.shape[-1]
         member = torch.arange(E)[:, None, None]  # (E, 1, 1)
@@ -278,6 +306,12 @@ class EncoderEnsemble(nn.Module):
 
     def member(self, e: int) -> TinyEncoder:
         """A TinyEncoder that computes what member ``e`` computes (a copy of its weights)."""
+        e = check_int("e", e, minimum=0, why="(a member's index)")
+        if e >= self.n_members:
+            raise ValueError(
+                f"e must pick one of the E = {self.n_members} members (0..{self.n_members - 1}); "
+                f"got e = {e}"
+            )
         c = self.config
         with torch.random.fork_rng():  # building the copy draws weights we overwrite
             model = TinyEncoder(
@@ -348,7 +382,24 @@ class RunsAdam:
     """
 
     def __init__(self, params: Iterable[Tensor], betas=(0.9, 0.999), eps: float = 1e-8):
+        if isinstance(params, Tensor) or not isinstance(params, Iterable):
+            raise TypeError(f"params must be an iterable of tensors; got {type(params).__name__}")
         self.params = list(params)
+        if not self.params:
+            raise ValueError("params must hold at least one tensor (E, ...); got none")
+        for p in self.params:
+            check_tensor("params", p, "float", "(E, ...) with a leading run axis E")
+            if p.dim() == 0 or p.shape[0] != self.params[0].shape[0]:
+                raise ValueError(
+                    "params must share a leading run axis E: every one (E, ...); got shapes "
+                    f"{format_shape(self.params[0])} and {format_shape(p)}"
+                )
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(f"betas must be a pair (beta_1, beta_2); got {betas!r:.60}")
+        betas = tuple(check_real("betas", b, minimum=0) for b in betas)
+        if max(betas) >= 1:
+            raise ValueError(f"betas must each be in [0, 1) (Adam's averaging rates); got {betas}")
+        eps = check_real("eps", eps, above=0)
         self.E = self.params[0].shape[0]
         self.sizes = [p[0].numel() for p in self.params]  # numbers per run in each parameter
         first = self.params[0]
@@ -358,6 +409,15 @@ class RunsAdam:
 
     @torch.no_grad()
     def step(self, lr: Tensor) -> None:
+        """One Adam update of every run; ``lr`` (E,) holds each run's rate (> 0)."""
+        check_tensor("lr", lr, "real", f"(E,) with E = {self.E}: one rate per run")
+        if tuple(lr.shape) != (self.E,):
+            raise ValueError(
+                f"lr must hold one rate per run, shape (E,) = ({self.E},); got lr of shape "
+                f"{format_shape(lr)}"
+            )
+        if not bool((lr > 0).all()) or not bool(lr.isfinite().all()):  # NaN fails both
+            raise ValueError(f"lr must hold finite rates > 0; got lr = {lr.tolist()}")
         beta1, beta2 = self.betas
         grad = torch.cat(  # (E, N); a parameter no loss reached has gradient 0
             [
@@ -396,19 +456,36 @@ def train_runs(
     ``fit(warmup=...)`` does for one model: step k (from 0) takes
     ``lr * min(1, (k + 1) / warmup)``. The ensemble is left in eval mode.
     """
+    if not isinstance(ensemble, EncoderEnsemble):
+        raise TypeError(f"ensemble must be an EncoderEnsemble; got {type(ensemble).__name__}")
     E = ensemble.n_members
-    ramp = torch.zeros(E) if warmup is None else torch.as_tensor(warmup, dtype=torch.float64)
-    if ramp.shape != (E,) or (ramp < 0).any():
-        raise ValueError(f"warmup must give E = {E} step counts >= 0; got {ramp.tolist()}")
+    if not isinstance(batches, Iterable):
+        raise TypeError(f"batches must be an iterable of batches; got {type(batches).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable; got {type(loss_fn).__name__}")
+    lr = check_real("lr", lr, above=0)
+    ramp = torch.zeros(E)
+    if warmup is not None:
+        ramp = to_tensor("warmup", warmup, "real", "(E,) step counts").to(torch.float64)
+        whole = ramp.isfinite() & (ramp >= 0) & (ramp == ramp.round())  # NaN fails it
+        if ramp.shape != (E,) or not bool(whole.all()):
+            raise ValueError(
+                f"warmup must give E = {E} whole step counts >= 0; got {ramp.tolist()}"
+            )
     optimiser = RunsAdam(ensemble.parameters())
     losses = []
     for step, batch in enumerate(batches):
         ensemble.train()
         per_member = loss_fn(ensemble, batch)  # (E,)
+        if not isinstance(per_member, Tensor):
+            raise TypeError(
+                f"loss_fn must return one loss per member, a tensor of shape (E,) = ({E},); "
+                f"got {per_member!r:.60}"
+            )
         if per_member.shape != (E,):
             raise ValueError(
-                f"loss_fn must return one loss per member, shape ({E},); "
-                f"got {tuple(per_member.shape)}"
+                f"loss_fn must return one loss per member, shape (E,) = ({E},); "
+                f"got shape {format_shape(per_member)}"
             )
         ensemble.zero_grad(set_to_none=True)
         per_member.sum().backward()
@@ -416,6 +493,8 @@ def train_runs(
         optimiser.step((lr * ramp_factor).to(optimiser.exp_avg.dtype))
         losses.append(per_member.detach())
     ensemble.eval()
+    if not losses:  # no batches: no steps
+        return torch.zeros(0, E)
     return torch.stack(losses)  # (steps, E)
 
 
@@ -428,7 +507,10 @@ def init_gradients(
     (E, B, T). The second result is the root mean square of the residual stream leaving
     the last layer: what a Pre-LN stack's final norm divides by (about 1 after Post-LN).
     """
-    E = ensemble.n_members
+    if not isinstance(ensemble, EncoderEnsemble):
+        raise TypeError(f"ensemble must be an EncoderEnsemble; got {type(ensemble).__name__}")
+    E, C = ensemble.n_members, ensemble.config["n_classes"]
+    check_tensor("target", target, "integer", f"(E, B, T) of class ids 0..n_classes-1 = 0..{C - 1}")
     stream = {}
     hook = ensemble.final_norm.register_forward_pre_hook(
         lambda module, args: stream.update(x=args[0].detach())
@@ -437,6 +519,16 @@ def init_gradients(
         logits = ensemble(tokens)  # (E, B, T, C)
     finally:
         hook.remove()
+    if target.shape != logits.shape[:3]:
+        raise ValueError(
+            f"target must be (E, B, T) = {format_shape(logits.shape[:3])} like tokens, one class "
+            f"id per token; got target of shape {format_shape(target)}"
+        )
+    if target.numel() and (int(target.min()) < 0 or int(target.max()) >= C):
+        raise ValueError(
+            f"target must hold class ids 0..n_classes-1 = 0..{C - 1}; got ids "
+            f"{int(target.min())}..{int(target.max())}"
+        )
     per_token = F.cross_entropy(logits.flatten(0, 2), target.flatten(), reduction="none")
     ensemble.zero_grad(set_to_none=True)
     per_token.view(E, -1).mean(dim=1).sum().backward()

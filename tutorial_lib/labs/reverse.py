@@ -13,8 +13,9 @@ the library's own :class:`~tutorial_lib.model.Transformer`): every member keeps 
 initialisation, its own stream of batches and its own Adam state, exactly as if it were
 trained alone, and a member that reaches the target leaves the batch.
 
-About 400 lines: the chapter's config, single-model training and the batched ensemble
-use one data pipeline and one recipe, which must not drift apart.
+About 500 lines: the chapter's config, single-model training and the batched ensemble
+use one data pipeline and one recipe, which must not drift apart; the ensemble's many
+options are checked in one place before any member is built.
 """
 
 from __future__ import annotations
@@ -31,10 +32,19 @@ from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from .. import seeds
-from ..data import PAD, make_batch, teacher_forcing, vocab_size
+from ..data import PAD, TASKS, make_batch, teacher_forcing, vocab_size
 from ..model import Transformer, TransformerConfig, source_mask, target_mask
 from ..training import TrainResult, train
-from ..validate import check_int
+from ..validate import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+    check_same_batch,
+    check_token_ids,
+    format_shape,
+    to_tensor,
+)
 
 __all__ = [
     "N_SYMBOLS",
@@ -88,8 +98,13 @@ def smoothed_loss_floor(epsilon: float, V: int) -> tuple[float, float]:
     The cross-entropy -sum q log p is smallest at p = q, where it equals the entropy of q,
     and the model's top probability is then 1 - epsilon + epsilon / V.
     """
-    if not 0 <= epsilon < 1 or V < 2:
-        raise ValueError(f"need 0 <= epsilon < 1 and V >= 2; got epsilon={epsilon}, V={V}")
+    epsilon = check_real("epsilon", epsilon, minimum=0, why="and < 1 (label smoothing)")
+    if epsilon >= 1:
+        raise ValueError(
+            f"epsilon must be below 1 (1 would smooth the target into the uniform); "
+            f"got epsilon={epsilon:g}"
+        )
+    V = check_int("V", V, minimum=2, why="(the vocabulary size)")
     top, rest = 1 - epsilon + epsilon / V, epsilon / V
     floor = -top * math.log(top) - (V - 1) * (rest * math.log(rest) if rest else 0.0)
     return floor, top
@@ -159,6 +174,67 @@ def _exact_match(run, params: list[Tensor], src: Tensor, dec_in, dec_target, mas
     return right.all(dim=-1).float().mean(dim=-1)  # (E,)
 
 
+def _check_configs(configs: object, start: object) -> None:
+    """Raise unless configs are TransformerConfigs that one batched model can run (and
+    ``start`` gives one Transformer of that shape per config)."""
+    if isinstance(configs, (str, bytes)) or not isinstance(configs, Sequence) or not configs:
+        raise ValueError(f"configs must name at least one member; got {configs!r:.60}")
+    for config in configs:
+        if not isinstance(config, TransformerConfig):
+            raise TypeError(f"configs must be TransformerConfigs; got {type(config).__name__}")
+    first, V = configs[0], vocab_size(N_SYMBOLS)
+    for config in configs[1:]:
+        if dataclasses.replace(config, token_rms=first.token_rms, causal=first.causal) != first:
+            raise ValueError(
+                "ensemble members may differ only in token_rms and causal; got "
+                f"{config} and {first}"
+            )
+    if min(first.src_vocab, first.tgt_vocab) < V:
+        raise ValueError(
+            f"configs must embed the task's V = {V} token ids ({N_SYMBOLS} digits, PAD, BOS, "
+            f"EOS); got src_vocab={first.src_vocab}, tgt_vocab={first.tgt_vocab}"
+        )
+    if start is None:
+        return
+    if isinstance(start, nn.Module) or not isinstance(start, Sequence):
+        raise TypeError(f"start must be a list of Transformers; got {type(start).__name__}")
+    if len(start) != len(configs):
+        raise ValueError(f"start needs one model per config ({len(configs)}); got {len(start)}")
+    for model in start:
+        if not isinstance(model, Transformer):
+            raise TypeError(f"start must be a list of Transformers; got {type(model).__name__}")
+        config = model.config
+        if dataclasses.replace(config, token_rms=first.token_rms, causal=first.causal) != first:
+            raise ValueError(
+                f"start's models must have the configs' shape (they may differ only in token_rms "
+                f"and causal); got {config} for {first}"
+            )
+
+
+def _check_lengths(config: TransformerConfig, length: int, test_set: object) -> None:
+    """Raise unless the model's positions reach the training and held-out sequences
+    (the decoder reads one more token than the target: BOS first)."""
+    if length + 1 > config.max_len:
+        raise ValueError(
+            f"length = {length} needs length + 1 = {length + 1} decoder positions, but the "
+            f"configs have max_len = {config.max_len}"
+        )
+    if test_set is None:
+        return
+    if not isinstance(test_set, (tuple, list)) or len(test_set) != 2:
+        raise TypeError(f"test_set must be a pair (src, tgt) of token ids; got {test_set!r:.60}")
+    src, tgt = test_set
+    check_token_ids("test_set's src", src, config.src_vocab)
+    check_token_ids("test_set's tgt", tgt, config.tgt_vocab)
+    check_same_batch("test_set's src", src, "tgt", tgt)
+    if max(src.shape[1], tgt.shape[1] + 1) > config.max_len:
+        raise ValueError(
+            f"test_set's src {format_shape(src)} and tgt {format_shape(tgt)} need "
+            f"max(T_src, T_tgt + 1) = {max(src.shape[1], tgt.shape[1] + 1)} positions, but "
+            f"the configs have max_len = {config.max_len}"
+        )
+
+
 def train_ensemble(
     configs: Sequence[TransformerConfig],
     *,
@@ -201,21 +277,29 @@ def train_ensemble(
     a copy of every member still training after those steps. ``progress(steps, label, total)``,
     if given, wraps the loop over steps (:func:`tutorial_lib.notebook.progress` shows a counter).
     """
-    if not configs:
-        raise ValueError("configs must name at least one member; got none")
-    first = configs[0]
-    for config in configs[1:]:
-        if dataclasses.replace(config, token_rms=first.token_rms, causal=first.causal) != first:
-            raise ValueError(
-                "ensemble members may differ only in token_rms and causal; got "
-                f"{config} and {first}"
-            )
-    if start is not None and len(start) != len(configs):
-        raise ValueError(f"start needs one model per config ({len(configs)}); got {len(start)}")
+    _check_configs(configs, start)
     E = len(configs)
-    epsilon = torch.as_tensor(label_smoothing, dtype=torch.float32).expand(E).clone()  # (E,)
-    if (epsilon < 0).any() or (epsilon >= 1).any():
+    steps, warmup = check_int("steps", steps, minimum=0), check_int("warmup", warmup, minimum=0)
+    check_choice("task", task, TASKS)
+    length, batch_size = check_int("length", length), check_int("batch_size", batch_size, why="(B)")
+    lr = check_real("lr", lr, above=0)
+    target = None if target is None else check_real("target", target, minimum=0, maximum=1)
+    unrelated_targets = check_bool("unrelated_targets", unrelated_targets)
+    if isinstance(snapshot_steps, (str, bytes)) or not isinstance(snapshot_steps, Iterable):
+        raise TypeError(f"snapshot_steps must be a tuple of steps; got {snapshot_steps!r:.60}")
+    snapshot_steps = tuple(check_int("snapshot_steps", s) for s in snapshot_steps)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None; got {type(progress).__name__}")
+    smoothing = to_tensor("label_smoothing", label_smoothing, "real", "() or (E,)")
+    if smoothing.dim() > 1 or smoothing.numel() not in (1, E):
+        raise ValueError(
+            f"label_smoothing must be one value or one per member, (E,) = ({E},); got shape "
+            f"{format_shape(smoothing)}"
+        )
+    epsilon = smoothing.to(torch.float32).expand(E).clone()  # (E,)
+    if not bool(((epsilon >= 0) & (epsilon < 1)).all()):  # NaN fails it
         raise ValueError(f"label_smoothing must lie in [0, 1); got {label_smoothing}")
+    _check_lengths(configs[0], length, test_set)
     models = []
     for e, config in enumerate(configs):
         seeds.manual_seed("ensemble", key, "init", e)

@@ -22,6 +22,8 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from ..validate import check_int, check_tensor, format_shape
+
 __all__ = ["Ensemble"]
 
 
@@ -47,11 +49,16 @@ class Ensemble(nn.Module):
 
     def __init__(self, models: list[nn.Module]):
         super().__init__()
+        _check_models(models)
         if not models:
-            raise ValueError("an ensemble needs at least one model; got an empty list")
-        shapes = [[(n, p.shape) for n, p in m.named_parameters()] for m in models]
-        if any(s != shapes[0] for s in shapes[1:]):
-            raise ValueError("every member must have the same parameter names and shapes")
+            raise ValueError("an ensemble needs at least one model; got models=[]")
+        for kind in ("parameter", "buffer"):
+            layouts = [_layout(m, kind) for m in models]
+            if any(layout != layouts[0] for layout in layouts[1:]):
+                raise ValueError(
+                    f"every member of models must have the same {kind} names and shapes (and "
+                    f"dtypes); got {layouts[0]} and {next(x for x in layouts if x != layouts[0])}"
+                )
         params, buffers = stack_module_state(models)  # name -> (E, ...)
         self.size = len(models)
         self.param_names = list(params)
@@ -74,11 +81,16 @@ class Ensemble(nn.Module):
         a tensor or a tuple of tensors. ``chunk_size`` runs that many members at a time,
         to bound memory when ``fn`` makes large intermediate tensors.
         """
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, fn(model, *member_inputs); got {fn!r:.60}")
+        if chunk_size is not None:
+            chunk_size = check_int("chunk_size", chunk_size, why="(members run at a time)")
         for x in inputs:
-            if x.shape[0] != self.size:
+            check_tensor("inputs", x, None, f"(E, ...) with E = {self.size} members")
+            if x.dim() == 0 or x.shape[0] != self.size:
                 raise ValueError(
                     f"every input needs a leading axis of E = {self.size} members; "
-                    f"got an input of shape {tuple(x.shape)}"
+                    f"got an input of shape {format_shape(x)}"
                 )
         buffers = tuple(getattr(self, f"buffer_{i}") for i in range(len(self.buffer_names)))
         call = _Call(self._skeleton[0], fn)
@@ -97,8 +109,19 @@ class Ensemble(nn.Module):
 
     def unstack(self, models: list[nn.Module]) -> list[nn.Module]:
         """Copy member e's parameters into ``models[e]`` (same architecture); returns them."""
+        _check_models(models)
         if len(models) != self.size:
             raise ValueError(f"expected {self.size} models to fill; got {len(models)}")
+        wanted = [
+            (n, tuple(p.shape[1:])) for n, p in zip(self.param_names, self.stacked, strict=True)
+        ]
+        for model in models:
+            found = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
+            if found != wanted:
+                raise ValueError(
+                    f"models must have the members' parameter names and shapes {wanted}; "
+                    f"got {found}"
+                )
         with torch.no_grad():
             for e, model in enumerate(models):
                 owned = dict(model.named_parameters())
@@ -106,3 +129,20 @@ class Ensemble(nn.Module):
                     owned[name].copy_(stacked[e])
                 model.eval()
         return models
+
+
+def _check_models(models: object) -> None:
+    """Raise unless ``models`` is a list (or tuple) of modules."""
+    if not isinstance(models, (list, tuple)):
+        raise TypeError(f"models must be a list of nn.Modules; got {type(models).__name__}")
+    for model in models:
+        if not isinstance(model, nn.Module):
+            raise TypeError(
+                f"models must be a list of nn.Modules; got one of type {type(model).__name__}"
+            )
+
+
+def _layout(model: nn.Module, kind: str) -> list[tuple[str, tuple[int, ...], torch.dtype]]:
+    """(name, shape, dtype) of every parameter or buffer, what stacking needs to agree."""
+    named = model.named_parameters() if kind == "parameter" else model.named_buffers()
+    return [(n, tuple(t.shape), t.dtype) for n, t in named]
