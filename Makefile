@@ -77,7 +77,7 @@ lint: setup
 	$(BIN)/ruff format --check tutorial_lib tests benchmarks book
 
 test-unit: setup
-	$(BIN)/pytest -q tests --ignore=tests/built --ignore=tests/learner
+	$(BIN)/pytest -q -n 2 tests --ignore=tests/built --ignore=tests/learner
 
 # Every learner notebook, top to bottom, in a Colab-like kernel (minutes; its environment is cached).
 test-learner: setup
