@@ -203,6 +203,16 @@ def decoding_model(draw, **changes):
     return model(draw, n_enc_layers=1, n_dec_layers=1, **changes)
 
 
+def bad_decoding_calls(m, src):
+    """Spoilt calls every decoder refuses, greedy or beam: (kwargs, the names to blame)."""
+    return [
+        ({"model": m, "src": src, "max_len": m.config.max_len + 1}, ("max_len",)),
+        ({"model": torch.nn.Linear(2, 2), "src": src, "max_len": 2}, ("model",)),
+        ({"model": m, "src": src.float(), "max_len": 2}, ("src",)),
+        ({"model": m, "src": src + m.config.src_vocab, "max_len": 2}, ("src",)),
+    ]
+
+
 for _name in ("greedy_decode", "greedy_decode_cached"):
     _target = getattr(DEC, _name)
 
@@ -223,10 +233,7 @@ for _name in ("greedy_decode", "greedy_decode_cached"):
         kwargs, names = draw(
             st.sampled_from(
                 [
-                    ({"model": m, "src": src, "max_len": m.config.max_len + 1}, ("max_len",)),
-                    ({"model": torch.nn.Linear(2, 2), "src": src, "max_len": 2}, ("model",)),
-                    ({"model": m, "src": src.float(), "max_len": 2}, ("src",)),
-                    ({"model": m, "src": src + m.config.src_vocab, "max_len": 2}, ("src",)),
+                    *bad_decoding_calls(m, src),
                 ]
             )
         )
@@ -341,10 +348,7 @@ def _(draw):
     kwargs, names = draw(
         st.sampled_from(
             [
-                ({"model": m, "src": src, "max_len": m.config.max_len + 1}, ("max_len",)),
-                ({"model": torch.nn.Linear(2, 2), "src": src, "max_len": 2}, ("model",)),
-                ({"model": m, "src": src.float(), "max_len": 2}, ("src",)),
-                ({"model": m, "src": src + m.config.src_vocab, "max_len": 2}, ("src",)),
+                *bad_decoding_calls(m, src),
                 ({"model": m, "src": src[0], "max_len": 2}, ("src",)),
                 (
                     {"model": decoding_model(draw, causal=False), "src": src, "max_len": 2},
