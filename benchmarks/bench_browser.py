@@ -35,8 +35,8 @@ def bench_first_load():
     with serve(HTML) as base, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for page_path in _chapters():
-            load, page = first_load(browser, f"{base}/book/{page_path.name}")
-            page.context.close()
+            load = first_load(browser, f"{base}/book/{page_path.name}")
+            load.close()
             note = f"{len(load.requests)} requests; largest: {load.largest(3)}"
             rows.append(
                 Result(f"first load {page_path.stem}", load.total_mb, "MB", BUDGET_MB, note)

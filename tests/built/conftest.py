@@ -1,11 +1,12 @@
 """Fixtures for tests on the built book in _build/html (run after the build)."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-from .pageload import QuietHandler, serve
+from .pageload import QuietHandler, first_load, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -20,6 +21,26 @@ def built_pages() -> list[Path]:
         for p in HTML.rglob("*.html")
         if "_static" not in p.parts and "_sources" not in p.parts
     )
+
+
+def redirect_target(page: Path) -> str | None:
+    """Where a page that only redirects (a meta refresh, like the root index) sends the reader."""
+    head = (HTML / page).read_text()[:2000]
+    found = re.search(r'http-equiv="Refresh"\s+content="\d+;\s*url=([^"]+)"', head, re.I)
+    return found.group(1) if found else None
+
+
+def browsed_pages() -> list[Path]:
+    """The pages a reader reads: every built page but the redirects (opened on their own)."""
+    return [p for p in built_pages() if redirect_target(p) is None]
+
+
+# The views the browser tests share: one first load per page and view, never more.
+VIEWS = {
+    "desktop": {"width": 1280, "color_scheme": "light"},
+    "dark": {"width": 1280, "color_scheme": "dark"},
+    "phone": {"width": 375, "color_scheme": "light"},
+}
 
 
 @pytest.fixture(scope="session")
@@ -63,3 +84,40 @@ def browser():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session")
+def open_page(browser, server):
+    """A page's first load in one of the views above, shared by every test that reads it: a
+    load costs seconds of MathJax and waiting for the network to go quiet. A test that moves
+    controls leaves the page as a reader would, and every later check must hold there too.
+
+    Tests run page by page (see `pytest_collection_modifyitems`), so only the last few loads
+    stay open: an open chapter holds a renderer of about 250 MB."""
+    loaded = {}
+
+    def load(page_path, view="desktop"):
+        path = page_path if isinstance(page_path, str) else page_path.as_posix()
+        key = (path, view)
+        if key in loaded:
+            loaded[key] = loaded.pop(key)  # most recently used last
+        else:
+            while len(loaded) >= len(VIEWS):
+                loaded.pop(next(iter(loaded))).close()
+            loaded[key] = first_load(browser, f"{server}/{path}", **VIEWS[view])
+        return loaded[key]
+
+    yield load
+    for visit in loaded.values():
+        visit.close()
+
+
+def pytest_collection_modifyitems(items):
+    """Run the tests of one page together, so each page is loaded once per view."""
+
+    def page_of(item):
+        callspec = getattr(item, "callspec", None)
+        page = callspec.params.get("page_path") if callspec else None
+        return "" if page is None else str(page)
+
+    items.sort(key=page_of)  # stable: tests without a page, then page by page in file order

@@ -13,6 +13,7 @@ import http.server
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 BUDGET_MB = 2.5  # a chapter's first load, every request counted
 MIN_TEXT_PX = 11.0  # smallest text in figures and explorers at 1280 px
@@ -37,7 +38,13 @@ def serve(root: Path):
 
 @dataclass
 class FirstLoad:
+    """A first visit: what was received, what was refused, what went wrong, and the open page."""
+
     requests: list[tuple[str, int]] = field(default_factory=list)  # (url, bytes received)
+    outside: list[str] = field(default_factory=list)  # requests that tried to leave the site
+    failed: list[str] = field(default_factory=list)  # failed requests and HTTP errors
+    errors: list[str] = field(default_factory=list)  # console errors and uncaught exceptions
+    page: object = None
 
     @property
     def total_mb(self) -> float:
@@ -46,6 +53,9 @@ class FirstLoad:
     def largest(self, n: int = 5) -> str:
         top = sorted(self.requests, key=lambda r: -r[1])[:n]
         return ", ".join(f"{url.rsplit('/', 1)[-1][:40]} {size / 1e3:.0f} kB" for url, size in top)
+
+    def close(self) -> None:
+        self.page.context.close()
 
 
 def settle(page) -> None:
@@ -60,14 +70,20 @@ def settle(page) -> None:
     page.wait_for_load_state("networkidle")
 
 
-def first_load(browser, url: str, width: int = 1280, **context) -> tuple[FirstLoad, object]:
-    """Open ``url`` in a new context; returns the bytes of every request and the open page.
-
-    Close the page's context (``page.context.close()``) when done.
-    """
+def first_load(browser, url: str, width: int = 1280, **context) -> FirstLoad:
+    """Open ``url`` in a new context (an empty cache) with only 127.0.0.1 reachable, and
+    settle. Pages that redirect are not for this: open their target. Close when done."""
     ctx = browser.new_context(viewport={"width": width, "height": 900}, **context)
     page = ctx.new_page()
-    load = FirstLoad()
+    load = FirstLoad(page=page)
+    host = urlparse(url).netloc
+
+    def route(r):
+        if urlparse(r.request.url).netloc == host or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            load.outside.append(r.request.url)
+            r.abort()
 
     def finished(request):
         with contextlib.suppress(Exception):
@@ -76,14 +92,17 @@ def first_load(browser, url: str, width: int = 1280, **context) -> tuple[FirstLo
                 (request.url, sizes["responseBodySize"] + sizes["responseHeadersSize"])
             )
 
+    ctx.route("**/*", route)
     page.on("requestfinished", finished)
+    page.on("requestfailed", lambda req: load.failed.append(req.url))
+    page.on(
+        "response", lambda res: res.status >= 400 and load.failed.append(f"{res.status} {res.url}")
+    )
+    page.on("console", lambda msg: msg.type == "error" and load.errors.append(msg.text))
+    page.on("pageerror", lambda exc: load.errors.append(str(exc)))
     page.goto(url, wait_until="load")
-    try:
-        settle(page)
-    except Exception:  # a page that redirects (the root index) navigates while we wait
-        page.wait_for_load_state("load")
-        settle(page)
-    return load, page
+    settle(page)
+    return load
 
 
 # In-page measurements, each a JavaScript function returning plain data.

@@ -1,12 +1,11 @@
 """Every built page in headless Chromium, with nothing but 127.0.0.1 reachable."""
 
-from urllib.parse import urlparse
-
 import pytest
 
-from .conftest import ROOT, built_pages
+from .conftest import ROOT, browsed_pages, built_pages, redirect_target
 
-PAGES = built_pages()
+PAGES = browsed_pages()
+REDIRECTS = [p for p in built_pages() if redirect_target(p) is not None]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 # sphinx-thebe 0.3.1 declares this constant twice under Sphinx 7.4 (an upstream bug):
@@ -14,92 +13,45 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 KNOWN_UPSTREAM_ERRORS = ("Identifier 'THEBE_JS_URL' has already been declared",)
 
 
-class PageVisit:
-    """Loads one page, recording requests that leave the site, failures and console errors."""
-
-    def __init__(self, browser, server, page_path, width=1200):
-        self.outside, self.failed, self.errors = [], [], []
-        self.context = browser.new_context(viewport={"width": width, "height": 900})
-        self.page = self.context.new_page()
-        host = urlparse(server).netloc
-
-        def route(r):
-            if urlparse(r.request.url).netloc == host or r.request.url.startswith("data:"):
-                r.continue_()
-            else:
-                self.outside.append(r.request.url)
-                r.abort()
-
-        self.context.route("**/*", route)
-        self.page.on("requestfailed", lambda req: self.failed.append(req.url))
-        self.page.on(
-            "response",
-            lambda res: res.status >= 400 and self.failed.append(f"{res.status} {res.url}"),
-        )
-        self.page.on(
-            "console",
-            lambda msg: msg.type == "error" and self.errors.append(msg.text),
-        )
-        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        self.page.goto(f"{server}/{page_path.as_posix()}", wait_until="load")
-        self.page.wait_for_load_state("networkidle")
-        self.wait_for_math()
-
-    def wait_for_math(self):
-        if self.page.evaluate("document.querySelectorAll('.math').length") == 0:
-            return
-        self.page.wait_for_function(
-            "window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15000
-        )
-        self.page.evaluate("MathJax.startup.promise")
-
-    def close(self):
-        self.context.close()
+def unexpected_errors(visit):
+    return [e for e in visit.errors if not any(k in e for k in KNOWN_UPSTREAM_ERRORS)]
 
 
-@pytest.fixture(scope="session")
-def visits(browser, server):
-    """One load per page and width, shared by the tests that read it: a load costs seconds of
-    MathJax and waiting for the network to go quiet. Tests that move controls leave the page
-    as a reader would, and every later check must hold there too."""
-    loaded = {}
-    yield browser, server, loaded
-    for v in loaded.values():
-        v.close()
+@pytest.mark.parametrize("page_path", REDIRECTS, ids=str)
+def test_redirect_pages_land_on_their_target(browser, server, page_path):
+    """The root index is a meta refresh: a reader who opens it must land on the intro."""
+    target = redirect_target(page_path)
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/{page_path.as_posix()}")
+        page.wait_for_url(f"**/{target}", timeout=15000)
+        page.wait_for_load_state("load")
+        assert page.evaluate("document.querySelector('h1') !== null")
+    finally:
+        context.close()
 
 
-@pytest.fixture
-def visit(visits):
-    browser, server, loaded = visits
-
-    def open_page(page_path, **kwargs):
-        key = (str(page_path), tuple(sorted(kwargs.items())))
-        if key not in loaded:
-            loaded[key] = PageVisit(browser, server, page_path, **kwargs)
-        return loaded[key]
-
-    return open_page
-
-
+@pytest.mark.parametrize("view", ["desktop", "dark", "phone"])
 @pytest.mark.parametrize("page_path", PAGES, ids=str)
-def test_page_loads_offline_without_errors(visit, page_path):
-    v = visit(page_path)
+def test_page_loads_offline_without_errors(open_page, page_path, view):
+    v = open_page(page_path, view)
     assert v.outside == [], f"requests left the site: {v.outside}"
     assert v.failed == [], f"failed requests: {v.failed}"
-    unexpected = [e for e in v.errors if not any(k in e for k in KNOWN_UPSTREAM_ERRORS)]
-    assert unexpected == [], f"console errors: {unexpected}"
+    assert unexpected_errors(v) == [], f"console errors: {unexpected_errors(v)}"
     broken = v.page.evaluate(
         "[...document.images].filter(i => !i.complete || i.naturalWidth === 0)"
         ".map(i => i.src.slice(0, 80))"
     )
     assert broken == [], f"images that did not load: {broken}"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    v.page.screenshot(path=str(SCREENSHOTS / (page_path.as_posix().replace("/", "_") + ".png")))
+    name = page_path.as_posix().replace("/", "_").removesuffix(".html")
+    v.page.screenshot(path=str(SCREENSHOTS / f"{name}-{view}.png"))
 
 
 @pytest.mark.parametrize("page_path", PAGES, ids=str)
-def test_math_is_typeset(visit, page_path):
-    v = visit(page_path)
+def test_math_is_typeset(open_page, page_path):
+    v = open_page(page_path)
     counts = v.page.evaluate(
         """() => {
         const maths = [...document.querySelectorAll('.math')];
@@ -119,8 +71,8 @@ EXPLORER_PAGES = [p for p in PAGES if p.name.startswith("q")]
 
 
 @pytest.mark.parametrize("page_path", EXPLORER_PAGES, ids=str)
-def test_static_explorers_respond_to_every_control(visit, page_path):
-    v = visit(page_path)
+def test_static_explorers_respond_to_every_control(open_page, page_path):
+    v = open_page(page_path)
     explorers = v.page.locator(".explorer")
     assert explorers.count() > 0
     for e in range(explorers.count()):
@@ -155,12 +107,12 @@ def test_static_explorers_respond_to_every_control(visit, page_path):
                 assert shown == values[target], "the value label does not follow the slider"
             assert current() != before, f"explorer {e}, control {c} did not change the figure"
         assert current() != first
-    assert [e for e in v.errors if not any(k in e for k in KNOWN_UPSTREAM_ERRORS)] == []
+    assert unexpected_errors(v) == []
 
 
 @pytest.mark.parametrize("page_path", PAGES, ids=str)
-def test_readable_at_phone_width(visit, page_path):
-    v = visit(page_path, width=375)
+def test_readable_at_phone_width(open_page, page_path):
+    v = open_page(page_path, "phone")
     overflow = v.page.evaluate(
         "document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
@@ -180,45 +132,40 @@ def _contrast(fg, bg):
 
 
 @pytest.mark.parametrize("page_path", EXPLORER_PAGES, ids=str)
-def test_figures_and_explorers_stay_legible_in_dark_mode(browser, server, page_path):
-    context = browser.new_context(color_scheme="dark")
-    try:
-        page = context.new_page()
-        page.goto(f"{server}/{page_path.as_posix()}", wait_until="load")
-        assert page.evaluate("document.documentElement.dataset.theme") == "dark"
-        colours = page.evaluate(
-            """() => [...document.querySelectorAll('.explorer')].map(e => {
-                const s = getComputedStyle(e);
-                return [s.color, s.backgroundColor];
-            })"""
-        )
-        for fg, bg in colours:
-            rgb = [[int(x) for x in c[c.index("(") + 1 : -1].split(",")[:3]] for c in (fg, bg)]
-            assert _contrast(*rgb) >= 4.5, f"explorer text {fg} on {bg}"
-        # Figures are drawn on an opaque white ground, so dark mode cannot hide their ink.
-        alphas = page.evaluate(
-            """async () => {
-                const out = [];
-                const figures = document.querySelectorAll('img.explorer-view, .cell_output img');
-                for (const img of figures) {
-                    await img.decode();
-                    const c = document.createElement('canvas');
-                    c.width = img.naturalWidth; c.height = img.naturalHeight;
-                    const ctx = c.getContext('2d');
-                    ctx.drawImage(img, 0, 0);
-                    out.push(ctx.getImageData(1, 1, 1, 1).data[3]);
-                }
-                return out;
-            }"""
-        )
-        assert alphas and all(a == 255 for a in alphas), alphas
-    finally:
-        context.close()
+def test_figures_and_explorers_stay_legible_in_dark_mode(open_page, page_path):
+    page = open_page(page_path, "dark").page
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    colours = page.evaluate(
+        """() => [...document.querySelectorAll('.explorer')].map(e => {
+            const s = getComputedStyle(e);
+            return [s.color, s.backgroundColor];
+        })"""
+    )
+    for fg, bg in colours:
+        rgb = [[int(x) for x in c[c.index("(") + 1 : -1].split(",")[:3]] for c in (fg, bg)]
+        assert _contrast(*rgb) >= 4.5, f"explorer text {fg} on {bg}"
+    # Figures are drawn on an opaque white ground, so dark mode cannot hide their ink.
+    alphas = page.evaluate(
+        """async () => {
+            const out = [];
+            const figures = document.querySelectorAll('img.explorer-view, .cell_output img');
+            for (const img of figures) {
+                await img.decode();
+                const c = document.createElement('canvas');
+                c.width = img.naturalWidth; c.height = img.naturalHeight;
+                const ctx = c.getContext('2d');
+                ctx.drawImage(img, 0, 0);
+                out.push(ctx.getImageData(1, 1, 1, 1).data[3]);
+            }
+            return out;
+        }"""
+    )
+    assert alphas and all(a == 255 for a in alphas), alphas
 
 
 @pytest.mark.parametrize("page_path", EXPLORER_PAGES, ids=str)
-def test_figures_have_alt_text(visit, page_path):
-    v = visit(page_path)
+def test_figures_have_alt_text(open_page, page_path):
+    v = open_page(page_path)
     alts = v.page.evaluate(
         "[...document.querySelectorAll('img.explorer-view, .cell_output img')].map(i => i.alt)"
     )
@@ -228,9 +175,9 @@ def test_figures_have_alt_text(visit, page_path):
 
 
 @pytest.mark.parametrize("page_path", EXPLORER_PAGES, ids=str)
-def test_chinese_text_has_a_font_served_by_the_site(visit, page_path):
+def test_chinese_text_has_a_font_served_by_the_site(open_page, page_path):
     """Titles carry the original question in Chinese; a system without CJK fonts shows boxes."""
-    v = visit(page_path)
+    v = open_page(page_path)
     title = v.page.evaluate("document.querySelector('h1').textContent")
     chinese = [c for c in title if "\u4e00" <= c <= "\u9fff"]
     assert chinese, "the chapter title should carry the original question in Chinese"

@@ -1,5 +1,6 @@
 """Checks on the built HTML files themselves: offline, complete, no leaks."""
 
+import functools
 import re
 from html.parser import HTMLParser
 
@@ -90,7 +91,9 @@ class Links(HTMLParser):
             self.hrefs.append(attrs["href"])
 
 
+@functools.cache
 def _parse_links(page):
+    """Parsed once per page: the index links to every page, hundreds of times over."""
     parser = Links()
     parser.feed((HTML / page).read_text())
     return parser

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from .conftest import built_pages
+from .conftest import browsed_pages
 from .pageload import (
     BUDGET_MB,
     CONTRAST_JS,
@@ -17,41 +17,16 @@ from .pageload import (
     EXPLORER_TEXT_JS,
     FIGURES_JS,
     MIN_TEXT_PX,
-    first_load,
 )
 
-PAGES = built_pages()
+PAGES = browsed_pages()
 CHAPTERS = [p for p in PAGES if p.name.startswith("q")]
 PHONE_MIN_TEXT_PX = 8.5  # a figure on a phone: shown no narrower than 600 px, scrolled sideways
 
 
-@pytest.fixture(scope="session")
-def loads(browser, server):
-    """One first load per page and set of options, shared by the tests that read it (each load
-    is a new context with an empty cache, so its byte count is a first visit's)."""
-    loaded = {}
-    yield browser, server, loaded
-    for _, page in loaded.values():
-        page.context.close()
-
-
-@pytest.fixture
-def open_page(loads):
-    browser, server, loaded = loads
-
-    def load(page_path, **kwargs):
-        path = page_path if isinstance(page_path, str) else page_path.as_posix()
-        key = (path, tuple(sorted(kwargs.items())))
-        if key not in loaded:
-            loaded[key] = first_load(browser, f"{server}/{path}", **kwargs)
-        return loaded[key]
-
-    return load
-
-
 @pytest.mark.parametrize("page_path", PAGES, ids=str)
 def test_first_load_is_within_budget(open_page, page_path):
-    measured, _ = open_page(page_path)
+    measured = open_page(page_path)
     assert measured.total_mb <= BUDGET_MB, (
         f"{measured.total_mb:.2f} MB in {len(measured.requests)} requests; "
         f"largest: {measured.largest()}"
@@ -60,7 +35,8 @@ def test_first_load_is_within_budget(open_page, page_path):
 
 @pytest.mark.parametrize("page_path", PAGES, ids=str)
 def test_figures_are_sharp_on_a_2x_screen(open_page, page_path):
-    _, page = open_page(page_path, device_scale_factor=2)
+    """Two image pixels per CSS pixel: the comparison does not depend on the screen's own."""
+    page = open_page(page_path).page
     blurry = [
         f"{f['src']}: {f['natural']} px shown at {f['displayed']} CSS px"
         for f in page.evaluate(FIGURES_JS)
@@ -69,32 +45,33 @@ def test_figures_are_sharp_on_a_2x_screen(open_page, page_path):
     assert blurry == [], f"raster figures below 2x: {blurry}"
 
 
-@pytest.mark.parametrize("width,least", [(1280, MIN_TEXT_PX), (390, PHONE_MIN_TEXT_PX)])
+@pytest.mark.parametrize("view,least", [("desktop", MIN_TEXT_PX), ("phone", PHONE_MIN_TEXT_PX)])
 @pytest.mark.parametrize("page_path", CHAPTERS, ids=str)
-def test_figure_text_is_large_enough(open_page, page_path, width, least):
-    _, page = open_page(page_path, width=width)
+def test_figure_text_is_large_enough(open_page, page_path, view, least):
+    page = open_page(page_path, view).page
     small = [
         f"{f['src']}: {f['smallest']:.1f} px"
         for f in page.evaluate(FIGURES_JS)
         if f["smallest"] is not None and f["smallest"] < least
     ]
-    assert small == [], f"figures with text below {least} px at {width} px: {small}"
+    assert small == [], f"figures with text below {least} px ({view}): {small}"
 
 
-@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("view", ["desktop", "phone"])
 @pytest.mark.parametrize("page_path", CHAPTERS, ids=str)
-def test_explorer_text_is_large_enough_in_every_frame(open_page, page_path, width):
-    _, page = open_page(page_path, width=width)
+def test_explorer_text_is_large_enough_in_every_frame(open_page, page_path, view):
+    page = open_page(page_path, view).page
     explorers = page.evaluate(EXPLORER_TEXT_JS)
     assert explorers, "a chapter without an explorer"
     small = [e for e in explorers if e["smallest"] < MIN_TEXT_PX]
-    assert small == [], f"explorer text below {MIN_TEXT_PX} px at {width} px: {small}"
+    assert small == [], f"explorer text below {MIN_TEXT_PX} px ({view}): {small}"
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("view", ["desktop", "dark"])
 @pytest.mark.parametrize("page_path", PAGES, ids=str)
-def test_outputs_meet_wcag_aa_contrast(open_page, page_path, scheme):
-    _, page = open_page(page_path, color_scheme=scheme)
+def test_outputs_meet_wcag_aa_contrast(open_page, page_path, view):
+    page = open_page(page_path, view).page
+    scheme = "dark" if view == "dark" else "light"
     assert page.evaluate("document.documentElement.dataset.theme") == scheme
     bad = page.evaluate(CONTRAST_JS)
     assert bad == [], f"output text below 4.5:1 in {scheme} mode: {bad[:8]}"
@@ -102,7 +79,7 @@ def test_outputs_meet_wcag_aa_contrast(open_page, page_path, scheme):
 
 @pytest.mark.parametrize("page_path", PAGES, ids=str)
 def test_display_equations_fit_the_column_at_1280(open_page, page_path):
-    _, page = open_page(page_path)
+    page = open_page(page_path).page
     wide = page.evaluate(EQUATIONS_JS)
     assert wide == [], "display equations wider than their column: " + "; ".join(
         f"{e['width']} px in {e['column']} px: {e['tex']}" for e in wide
@@ -111,7 +88,7 @@ def test_display_equations_fit_the_column_at_1280(open_page, page_path):
 
 def test_wide_equations_scroll_with_a_cue_on_a_phone(open_page):
     """On a phone an equation may be wider than the screen: it scrolls in its own box."""
-    _, page = open_page(CHAPTERS[0], width=390)
+    page = open_page(CHAPTERS[0], "phone").page
     styles = page.evaluate(
         """[...document.querySelectorAll('mjx-container[display="true"]')].map(m => {
             const s = getComputedStyle(m);
@@ -123,7 +100,7 @@ def test_wide_equations_scroll_with_a_cue_on_a_phone(open_page):
 
 @pytest.mark.parametrize("page_path", CHAPTERS, ids=str)
 def test_chinese_in_code_has_a_font_served_by_the_site(open_page, page_path):
-    _, page = open_page(page_path)
+    page = open_page(page_path).page
     found = page.evaluate(
         """() => [...document.querySelectorAll('pre, code')]
              .map(e => [getComputedStyle(e).fontFamily, e.textContent])
@@ -139,7 +116,7 @@ def test_chinese_in_code_has_a_font_served_by_the_site(open_page, page_path):
 
 def test_search_shows_no_raw_tex(open_page):
     """Titles and snippets of search results read math as text, not TeX source."""
-    _, page = open_page("search.html?q=embeddings")
+    page = open_page("search.html?q=embeddings").page
     page.wait_for_function(
         "document.querySelectorAll('#search-results li p.context').length > 0", timeout=20000
     )
