@@ -106,10 +106,14 @@ test-seeds: setup web
 	    grep -E "WARNING|rror" _build/seed$$s.log | grep -v "over TCP" | head -40; fi; \
 	done; exit $$status
 
-test: lint test-unit test-book test-seeds test-learner
+# The three slow parts share nothing, and each keeps about one core busy (the chapters train
+# tiny models on one thread), so they run side by side; each one's output comes when it ends.
+test: lint test-unit
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-book test-seeds test-learner
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
-	# Three workers: a page load mostly waits (network idle, MathJax, fonts), so 2 cores keep up.
-	$(BIN)/pytest -q -n 3 tests/built
+	# One process: each page is loaded once per view and shared by every test that reads it
+	# (tests/built/conftest.py). Workers would each load it again: 3 workers took 7 min, one 3.
+	$(BIN)/pytest -q -p no:xdist tests/built
 
 bench: setup web
 	$(PY) benchmarks/run.py
