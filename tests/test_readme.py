@@ -1,0 +1,40 @@
+"""The README's chapter table says what each chapter says of itself."""
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = {"an hour": 60, "half an hour": 30}
+
+
+def minutes(text: str) -> int:
+    return WORDS[text] if text in WORDS else int(text)
+
+
+def chapter_times() -> dict[str, tuple[int, int]]:
+    """Reading and exercise minutes from each chapter's 'Time needed' line."""
+    found = {}
+    for path in sorted((ROOT / "book").glob("q*.ipynb")):
+        text = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
+        match = re.search(
+            r"Time needed:\*\*\s+about\s+(\d+|an hour|half an hour)\s+minutes?\s+to\s+read,"
+            r"\s+(\d+|an hour)\s+",
+            text,
+        )
+        assert match, f"{path.name} has no 'Time needed' line"
+        found[path.stem.split("_")[0].upper()] = (minutes(match[1]), minutes(match[2]))
+    return found
+
+
+def readme_times() -> dict[str, tuple[int, int]]:
+    rows = re.findall(
+        r"^\| (Q\d+[a-z]?) · [^|]+\| (\d+) / (\d+) min \|", (ROOT / "README.md").read_text(), re.M
+    )
+    return {name.upper(): (int(a), int(b)) for name, a, b in rows}
+
+
+def test_readme_table_matches_every_chapters_time_needed():
+    chapters = chapter_times()
+    assert len(chapters) == 7
+    assert readme_times() == chapters
