@@ -191,3 +191,30 @@ def test_chinese_text_has_a_font_served_by_the_site(open_page, page_path):
         " && f.status === 'loaded').length"
     )
     assert loaded > 0, "no slice of the book's Chinese font was loaded"
+
+
+def test_search_from_a_chapter_finds_the_chapter(browser, server):
+    """A reader on a chapter presses Ctrl+K, types a word, and lands on results that
+    include the page that teaches it; no request fails on the way (favicon included)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    errors = []
+    try:
+        page = context.new_page()
+        page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server}/book/q1_heads.html", wait_until="load")
+        page.keyboard.press("Control+k")
+        page.wait_for_function("document.activeElement && document.activeElement.name === 'q'")
+        page.keyboard.type("rotary")
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/search.html?q=rotary*", timeout=15000)
+        page.wait_for_function(
+            "document.querySelectorAll('#search-results li').length > 0", timeout=20000
+        )
+        found = page.evaluate(
+            "[...document.querySelectorAll('#search-results li a')].map(a => a.href)"
+        )
+        assert any("q3b_relative_positions" in url for url in found), found
+        assert [e for e in errors if not any(k in e for k in KNOWN_UPSTREAM_ERRORS)] == []
+    finally:
+        context.close()

@@ -152,6 +152,8 @@ def test_page_loads_only_what_it_uses(page):
     assert any("embed-amd" in s for s in scripts) == has_state, "widget manager without widgets"
     has_math = 'class="math' in text
     assert any("mathjax" in s for s in scripts) == has_math, "MathJax on a page without math"
+    if page.name != "search.html":  # search-as-you-type is off: only the search page searches
+        assert not any("searchindex" in s for s in scripts), "the search index on every page"
 
 
 def test_icon_fonts_hold_every_icon_the_pages_use(html_root):
