@@ -62,6 +62,37 @@ def test_book_kernels_are_told_to_draw_static_explorers(monkeypatch):
     assert os.environ[STATIC_ENV] == "static"
 
 
+def test_fonts_are_cut_again_only_when_the_pages_characters_change(tmp_path, monkeypatch):
+    cuts = []
+
+    def cut(srcdir, outdir, chars):
+        cuts.append(set(chars))
+        (outdir / "_static" / "book-fonts").mkdir(parents=True, exist_ok=True)
+        (outdir / "_static" / "book-fonts" / "slice.woff").write_bytes(b"font")
+        return ["@font-face{src:url(book-fonts/slice.woff)}"]
+
+    monkeypatch.setattr(offline_web, "_chinese_fonts", cut)
+    monkeypatch.setattr(offline_web, "_icon_fonts", lambda outdir, theme, used: [])
+    (tmp_path / "_static").mkdir()
+    page = tmp_path / "q1.html"
+    app = SimpleNamespace(outdir=str(tmp_path), srcdir=str(tmp_path))
+    app.builder = SimpleNamespace(format="html")
+    css = tmp_path / "_static" / offline_web.FONTS_CSS
+
+    page.write_text("<p>为什么</p>", encoding="utf-8")
+    offline_web.write_fonts(app, None)
+    first = css.read_text(encoding="utf-8")
+    page.write_text("<p>为什么 again, in other words</p>", encoding="utf-8")
+    offline_web.write_fonts(app, None)
+    assert len(cuts) == 1 and css.read_text(encoding="utf-8") == first
+    page.write_text("<p>为什么要</p>", encoding="utf-8")
+    offline_web.write_fonts(app, None)
+    assert len(cuts) == 2 and ord("要") in cuts[1]
+    (tmp_path / "_static" / "book-fonts" / "slice.woff").unlink()
+    offline_web.write_fonts(app, None)
+    assert len(cuts) == 3, "a cut font that went missing is cut again"
+
+
 @pytest.mark.parametrize(
     "tex,plain",
     [

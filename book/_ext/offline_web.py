@@ -20,11 +20,14 @@ It also keeps every page light:
   characters the book contains, in the unicode-range slices they fall in.
 
 The cut fonts and their CSS, ``_static/book-fonts.css``, are written when the build ends,
-from the pages as built.
+from the pages as built, and cut again only when the pages' characters or icons change.
 """
 
 from __future__ import annotations
 
+import bisect
+import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -122,13 +125,8 @@ def _subset(source: Path, codepoints: set[int], target: Path) -> bool:
     return True
 
 
-def _icon_fonts(outdir: Path) -> list[str]:
+def _icon_fonts(outdir: Path, theme: Path, used: set[int]) -> list[str]:
     """@font-face rules that replace the theme's icon fonts with cut-down copies."""
-    import pydata_sphinx_theme
-
-    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
-    css = (theme / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
-    used = _icon_codepoints(outdir, css)
     rules = []
     for family, weight, name in (
         ("Font Awesome 6 Free", 900, "fa-solid-900"),
@@ -154,16 +152,22 @@ def _ranges(spec: str) -> list[tuple[int, int]]:
     return out
 
 
-def _chinese_fonts(srcdir: Path, outdir: Path) -> list[str]:
-    """@font-face rules for Noto Sans SC, each slice cut to the characters the pages hold."""
-    noto = srcdir / NOTO
-    if not noto.is_dir():
-        return []
+def _page_characters(outdir: Path) -> set[int]:
+    """Every character above U+2000 in the built pages (CJK, punctuation, symbols)."""
     chars = set()
     for page in _built_pages(outdir):
         chars |= {
             ord(c) for c in page.read_text(encoding="utf-8", errors="ignore") if ord(c) > 0x2000
         }
+    return chars
+
+
+def _chinese_fonts(srcdir: Path, outdir: Path, chars: set[int]) -> list[str]:
+    """@font-face rules for Noto Sans SC, each slice cut to the characters the pages hold."""
+    noto = srcdir / NOTO
+    if not noto.is_dir():
+        return []
+    ordered = sorted(chars)
     rules = []
     for weight in (400, 700):
         css = (noto / f"{weight}.css").read_text(encoding="utf-8")
@@ -172,7 +176,11 @@ def _chinese_fonts(srcdir: Path, outdir: Path) -> list[str]:
             spec = re.search(r"unicode-range:\s*([^;]+);", block)
             if not woff or not spec:
                 continue
-            wanted = {c for c in chars if any(lo <= c <= hi for lo, hi in _ranges(spec.group(1)))}
+            wanted = set()
+            for lo, hi in _ranges(spec.group(1)):
+                wanted.update(
+                    ordered[bisect.bisect_left(ordered, lo) : bisect.bisect_right(ordered, hi)]
+                )
             if not wanted:
                 continue
             name = woff.group(1)
@@ -187,14 +195,43 @@ def _chinese_fonts(srcdir: Path, outdir: Path) -> list[str]:
     return rules
 
 
+def _font_key(chars: set[int], icons: set[int]) -> str:
+    """What the cut fonts depend on: the characters and icons the pages use, and this file."""
+    text = ",".join(map(str, sorted(chars))) + "|" + ",".join(map(str, sorted(icons)))
+    text += "|" + Path(__file__).read_text(encoding="utf-8")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def write_fonts(app, exception):
+    """Cut the fonts when the pages' characters or icons changed; otherwise keep the last cut.
+
+    Cutting reads every Noto Sans SC slice (seconds); a prose edit rarely adds a character.
+    """
     if exception is not None or app.builder.format != "html":
         return
+    import pydata_sphinx_theme
+
     outdir = Path(app.outdir)
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
+    css = (theme / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    icons = _icon_codepoints(outdir, css)
+    chars = _page_characters(outdir)
+    key = _font_key(chars, icons)
+    fonts = outdir / "_static" / "book-fonts"
+    manifest = fonts / "manifest.json"
+    if manifest.is_file():
+        last = json.loads(manifest.read_text(encoding="utf-8"))
+        if last.get("key") == key and all((fonts / f).is_file() for f in last["files"]):
+            (outdir / "_static" / FONTS_CSS).write_text(last["css"], encoding="utf-8")
+            return
     rules = ["/* Written by book/_ext/offline_web.py when the build ends. */"]
-    rules += _icon_fonts(outdir)
-    rules += _chinese_fonts(Path(app.srcdir), outdir)
-    (outdir / "_static" / FONTS_CSS).write_text("\n".join(rules) + "\n", encoding="utf-8")
+    rules += _icon_fonts(outdir, theme, icons)
+    rules += _chinese_fonts(Path(app.srcdir), outdir, chars)
+    text = "\n".join(rules) + "\n"
+    (outdir / "_static" / FONTS_CSS).write_text(text, encoding="utf-8")
+    files = sorted(re.findall(r"url\(book-fonts/([^)]+)\)", text))
+    fonts.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"key": key, "files": files, "css": text}), encoding="utf-8")
 
 
 def setup(app):
