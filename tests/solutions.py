@@ -12,8 +12,10 @@ import json
 import re
 from pathlib import Path
 
+from book_toc import chapters
+
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted((ROOT / "book").glob("q*.ipynb"))
+CHAPTERS = chapters()
 SOLUTION = re.compile(r"^(:{3,})\{solution\}[^\n]*\n(.*?)^\1\s*$", re.M | re.S)
 MIN_PROSE = 40
 QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})

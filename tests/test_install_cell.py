@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from book_toc import chapters
 
 import tutorial_lib
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted((ROOT / "book").glob("q*.ipynb"))
+CHAPTERS = chapters()
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+from book_toc import chapter_docnames
 
 from .pageload import QuietHandler, first_load, serve
 
@@ -21,6 +22,11 @@ def built_pages() -> list[Path]:
         for p in HTML.rglob("*.html")
         if "_static" not in p.parts and "_sources" not in p.parts
     )
+
+
+def chapter_pages() -> list[Path]:
+    """The built chapter pages, relative to _build/html, in the order of _toc.yml."""
+    return [Path(f"{docname}.html") for docname in chapter_docnames()]
 
 
 def redirect_target(page: Path) -> str | None:

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import book_toc
 from bs4 import BeautifulSoup, Tag
 
 # Elements a reader opens or reads on the side: never part of the argument.
@@ -106,7 +107,8 @@ def measure(html: str) -> MainLine:
 
 
 def chapters(html_root: Path) -> list[Path]:
-    return sorted((html_root / "book").glob("q*.html"))
+    """The built chapter pages, in the order of _toc.yml."""
+    return [html_root / f"{docname}.html" for docname in book_toc.chapter_docnames()]
 
 
 def main(html_root: Path) -> None:

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import pytest
 import yaml
 
-from .conftest import HTML, ROOT, built_pages
+from .conftest import HTML, ROOT, built_pages, chapter_pages
 
 PAGES = built_pages()
 
@@ -121,7 +121,7 @@ def test_internal_links_and_anchors_resolve(page):
 
 
 INSTRUCTOR_HTML = ROOT / "_build" / "instructor" / "_build" / "html"
-CHAPTERS = [p for p in PAGES if p.name.startswith("q")]
+CHAPTERS = chapter_pages()
 
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=str)

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from .conftest import browsed_pages
+from .conftest import browsed_pages, chapter_pages
 from .pageload import (
     BUDGET_MB,
     CONTRAST_JS,
@@ -20,7 +20,7 @@ from .pageload import (
 )
 
 PAGES = browsed_pages()
-CHAPTERS = [p for p in PAGES if p.name.startswith("q")]
+CHAPTERS = chapter_pages()
 PHONE_MIN_TEXT_PX = 8.5  # a figure on a phone: shown no narrower than 600 px, scrolled sideways
 
 
