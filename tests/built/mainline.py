@@ -91,6 +91,7 @@ def measure(html: str) -> MainLine:
         section.contents[0].extract()
     line = strip_off_the_line(page)
     glued = [s for s in line.select("span.pasted-text") if HAS_DIGIT.search(s.get_text())]
+    words = len(text_of(line).split())
     sentences = numbers = None
     section = remember_section(line)
     if section is not None:
@@ -99,11 +100,11 @@ def measure(html: str) -> MainLine:
             heading.extract()
         for math in section.select(".math"):
             math.replace_with("x")
-        words = text_of(section)
-        sentences = len(SENTENCE_END.findall(words))
+        remember = text_of(section)
+        sentences = len(SENTENCE_END.findall(remember))
         # Chapter names (Q2) are names, not numbers.
-        numbers = len(re.findall(r"(?<![\w.])(?<!Q)\d[\d,.]*", words))
-    return MainLine(len(text_of(line).split()), len(glued), sentences, numbers, at)
+        numbers = len(re.findall(r"(?<![\w.])(?<!Q)\d[\d,.]*", remember))
+    return MainLine(words, len(glued), sentences, numbers, at)
 
 
 def chapters(html_root: Path) -> list[Path]:
