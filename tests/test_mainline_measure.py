@@ -10,7 +10,8 @@ PAGE = """<html><body><article class="bd-article">
 <p>One claim with <span class="pasted-text">0.25</span> and a word glued:
 <span class="pasted-text">every</span>.</p>
 <details class="sd-dropdown"><summary>The evidence</summary>
-<p>Spread <span class="pasted-text">0.1</span> to <span class="pasted-text">0.3</span>.</p></details>
+<p>Spread <span class="pasted-text">0.1</span> to <span class="pasted-text">0.3</span></p>
+</details>
 <div class="admonition dropdown"><p>Seeds <span class="pasted-text">3</span></p></div>
 <div class="cell"><pre>print(1, 2, 3)</pre><div class="cell_output">1 2 3</div></div>
 <table><tr><td>9</td><td><span class="pasted-text">9</span></td></tr></table>
