@@ -13,7 +13,7 @@ export OMP_NUM_THREADS ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: help setup web book book-instructor notebooks notebooks-instructor serve test test-unit \
-	test-book test-seeds test-learner lint bench clean
+	test-book test-seeds test-learner lint dist bench clean
 
 help:
 	@echo "make book   set up, then build the HTML book into $(HTML) (executes every notebook)"
@@ -72,9 +72,20 @@ serve:
 	@test -f $(HTML)/index.html || { echo "No book yet: run 'make book' first."; exit 1; }
 	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(HTML)
 
+# Code and notebooks; the GitHub workflows against GitHub's schema and zizmor's security audits
+# (both offline); the wheel and sdist as the package index will read them.
 lint: setup
 	$(BIN)/ruff check tutorial_lib tests benchmarks book
 	$(BIN)/ruff format --check tutorial_lib tests benchmarks book
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/zizmor --offline --quiet .github/workflows
+	$(MAKE) --no-print-directory dist
+
+# What the release workflow builds and checks on a v* tag.
+dist: setup
+	rm -rf _build/dist && mkdir -p _build
+	$(PY) -m build --no-isolation --outdir _build/dist . > _build/dist.log 2>&1 || { cat _build/dist.log; exit 1; }
+	$(BIN)/twine check --strict _build/dist/*
 
 test-unit: setup
 	$(BIN)/pytest -q -n 2 tests --ignore=tests/built --ignore=tests/learner
