@@ -215,6 +215,11 @@ def test_admonitions_become_block_quotes_with_a_bold_title():
     assert text == f"> **Careful**\n>\n> A [head]({BASE}book/glossary.html#term-head)."
 
 
+def test_dropdowns_become_block_quotes_too():
+    [(_, text)] = markdown(":::{dropdown} The evidence\nEight seeds.\n:::")
+    assert text == "> **The evidence**\n>\n> Eight seeds."
+
+
 def test_targets_are_dropped_and_code_blocks_are_left_alone():
     [(_, text)] = markdown("(q1-cost)=\n## Costs\n\n```python\nx = '{term}`head`'\n```")
     assert text == "## Costs\n\n```python\nx = '{term}`head`'\n```"

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import book_toc
 import nbformat
 import yaml
 
@@ -385,7 +386,7 @@ class Converter:
         return options, body
 
     def _directive(self, name, argument, options, body):
-        if name == "admonition":
+        if name in ("admonition", "dropdown"):  # a notebook has no collapsed box: a quote
             return self._quote(f"**{self.inline(argument)}**", self._plain(body))
         if name in ("note", "tip", "warning", "important", "caution", "hint", "seealso"):
             return self._quote(f"**{name.capitalize()}**", self._plain(body))
@@ -537,16 +538,7 @@ def dumps(notebook: nbformat.NotebookNode) -> str:
 
 def chapters(root: Path) -> list[tuple[str, Path]]:
     """(docname, path) of every notebook in the table of contents, in order."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", [{"chapters": toc.get("chapters", [])}]):
-        files += [chapter["file"] for chapter in part["chapters"]]
-    found = []
-    for docname in files:
-        path = root / f"{docname}.ipynb"
-        if path.is_file():
-            found.append((docname, path))
-    return found
+    return [(docname, root / f"{docname}.ipynb") for docname in book_toc.chapter_docnames(root)]
 
 
 def base_url(root: Path) -> str:
