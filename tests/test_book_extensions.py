@@ -1,5 +1,8 @@
-"""The book's two small Sphinx extensions: offline web assets and student/instructor editions."""
+"""The book's small Sphinx extensions: offline web assets, student/instructor editions, the
+answers page and the others in book/_ext."""
 
+import json
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -8,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 
+import answers  # noqa: E402
 import editions  # noqa: E402
 import learner  # noqa: E402
 import offline_web  # noqa: E402
@@ -265,3 +269,100 @@ def test_pages_that_are_not_notebooks_keep_their_buttons(monkeypatch):
     before = urls(context)
     learner.point_buttons_at_learner_notebook(app, "book/q1_heads", "page.html", context, object())
     assert urls(context) == before and context["sourcename"] == "book/q1_heads.ipynb"
+
+
+def chapter(title="# Q3a · Why add positions? (为什么?)", remember=None, *more):
+    """A chapter notebook as JSON: a title cell, its 'What to remember' cell, more cells."""
+    cells = [{"cell_type": "markdown", "source": [title, "\n\nIntro."]}]
+    if remember is not None:
+        cells.append({"cell_type": "markdown", "source": remember.splitlines(True)})
+    cells += [{"cell_type": "markdown", "source": text} for text in more]
+    return {"cells": cells, "metadata": {}}
+
+
+REMEMBER = "(q3a-remember)=\n## What to remember\n\nPositions are added. Attention is $f$.\n"
+
+
+def test_the_answer_is_the_remember_cell_without_its_label_and_heading():
+    answer = answers.read_answer(chapter(remember=REMEMBER), "book/q3a_absolute_positions")
+    assert answer.prefix == "q3a" and answer.name == "Q3a"
+    assert answer.title == "Q3a · Why add positions? (为什么?)"
+    assert answer.body == "Positions are added. Attention is $f$."
+
+
+@pytest.mark.parametrize(
+    "remember, complaint",
+    [
+        (None, "no 'What to remember' cell"),
+        ("(q3a-remember)=\n## The short answer\n\nText.", "must be '## What to remember'"),
+        (REMEMBER + "It is {glue:text}`acc:.2f` accurate.", "a glue role"),
+        (REMEMBER + "As measured {footcite:p}`vaswani2017attention`.", "a footnote citation"),
+        (REMEMBER + "\n## Experiments\n\nMore.", "a heading of its own"),
+        ("(q3a-remember)=\n## What to remember\n", "is empty"),
+    ],
+)
+def test_a_missing_or_unportable_answer_is_refused_with_a_reason(remember, complaint):
+    with pytest.raises(ValueError, match=re.escape(complaint)):
+        answers.read_answer(chapter(remember=remember), "book/q3a_absolute_positions")
+
+
+def test_two_remember_cells_are_refused():
+    with pytest.raises(ValueError, match="needs one"):
+        answers.read_answer(chapter("# Q0 · T", REMEMBER, REMEMBER), "book/q0")
+
+
+def answers_book(root, chapters):
+    """A tiny book: _toc.yml with a Questions part in the given order, and its notebooks."""
+    (root / "book").mkdir()
+    entries = "\n".join(f"      - file: book/{name}" for name in chapters)
+    (root / "_toc.yml").write_text(
+        f"format: jb-book\nroot: book/intro\nparts:\n  - caption: Questions\n    chapters:\n"
+        f"{entries}\n  - caption: Reference\n    chapters:\n      - file: book/answers\n"
+    )
+    (root / "book" / "intro.md").write_text("# Intro\n")
+    (root / "book" / "answers.md").write_text("# All the answers\n\n```{answers}\n```\n")
+    for name, notebook in chapters.items():
+        (root / "book" / f"{name}.ipynb").write_text(json.dumps(notebook))
+
+
+def test_answers_come_in_the_order_of_the_table_of_contents(tmp_path):
+    q1 = chapter("# Q1 · Why heads?", REMEMBER.replace("q3a", "q1"))
+    q0 = chapter("# Q0 · What is it?", REMEMBER.replace("q3a", "q0"))
+    answers_book(tmp_path, {"q1_heads": q1, "q0_lookup": q0, "q2_scaling": chapter("# Q2 · √")})
+    found = answers.chapter_answers(tmp_path)
+    assert [docname for docname, _, _ in found] == [
+        "book/q1_heads",
+        "book/q0_lookup",
+        "book/q2_scaling",
+    ]
+    assert [a.prefix for _, _, a in found[:2]] == ["q1", "q0"]
+    assert isinstance(found[2][2], ValueError)
+
+
+def test_the_answers_page_builds_from_the_chapters_and_warns_for_one_without(tmp_path):
+    from io import StringIO
+
+    from sphinx.application import Sphinx
+
+    q0 = chapter(
+        "# Q0 · What does attention do? (注意力到底在做什么?)",
+        "(q0-remember)=\n## What to remember\n\nIt is a soft lookup with $\\sqrt{d_k}$.\n",
+    )
+    answers_book(tmp_path, {"q0_lookup": q0, "q1_heads": chapter("# Q1 · Heads")})
+    for name in ("q0_lookup", "q1_heads"):  # pages for the links (this Sphinx reads no notebooks)
+        (tmp_path / "book" / f"{name}.md").write_text(f"# {name}\n")
+    (tmp_path / "conf.py").write_text(
+        "extensions = ['myst_parser', 'answers']\nmyst_enable_extensions = ['dollarmath']\n"
+        "exclude_patterns = ['_build']\nroot_doc = 'book/answers'\n"
+    )
+    warnings = StringIO()
+    app = Sphinx(
+        str(tmp_path), str(tmp_path), str(tmp_path / "_build"), str(tmp_path / "_build/.doctrees"),
+        "html", status=None, warning=warnings, freshenv=True,
+    )  # fmt: skip
+    app.build()
+    page = (tmp_path / "_build" / "book" / "answers.html").read_text()
+    assert 'id="answer-q0"' in page and "注意力到底在做什么" in page
+    assert "It is a soft lookup" in page and 'class="math' in page
+    assert 'href="q0_lookup.html"' in page  # the link to the chapter
+    assert "book/q1_heads has no 'What to remember' cell" in warnings.getvalue()
