@@ -16,8 +16,8 @@ It also keeps every page light:
   widget state, and MyST-NB adds no 3.6 MB widget manager to them.
 * The theme's 1.5 MB FontAwesome script is left out (``templates/layout.html``); its icon
   fonts, cut to the glyphs the built pages use, draw the icons instead.
-* The Chinese font (Noto Sans SC, for readers whose system has none) is cut to the
-  characters the book contains, in the unicode-range slices they fall in.
+* The Chinese font (Noto Sans SC) is cut to the CJK characters the book contains, in the
+  unicode-range slices they fall in, so a page fetches only the slices its text needs.
 
 The cut fonts and their CSS, ``_static/book-fonts.css``, are written when the build ends,
 from the pages as built, and cut again only when the pages' characters or icons change.
@@ -152,14 +152,19 @@ def _ranges(spec: str) -> list[tuple[int, int]]:
     return out
 
 
+# CJK radicals to CJK compatibility ideographs, CJK compatibility forms, full-width forms and
+# the supplementary ideographs. Not general punctuation (U+2000-U+206F: curly quotes, dashes)
+# or symbols: those stay with the system fonts, so English text keeps its own quotes.
+CJK_RANGES = [(0x2E80, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF),
+              (0x20000, 0x3FFFF)]  # fmt: skip
+
+
 def _page_characters(outdir: Path) -> set[int]:
-    """Every character above U+2000 in the built pages (CJK, punctuation, symbols)."""
+    """Every CJK character in the built pages: what the book's Chinese font must cover."""
     chars = set()
     for page in _built_pages(outdir):
-        chars |= {
-            ord(c) for c in page.read_text(encoding="utf-8", errors="ignore") if ord(c) > 0x2000
-        }
-    return chars
+        chars |= {ord(c) for c in page.read_text(encoding="utf-8", errors="ignore")}
+    return {c for c in chars if any(lo <= c <= hi for lo, hi in CJK_RANGES)}
 
 
 def _chinese_fonts(srcdir: Path, outdir: Path, chars: set[int]) -> list[str]:
