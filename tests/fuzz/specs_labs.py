@@ -55,6 +55,7 @@ REVERSAL_PARAMS = {
     "embed_std": Param("real", minimum=0),
     "embed_factor": Param("real", minimum=0),
     "n_head": Param("int", minimum=1, aliases=("H",)),
+    "tie_output": Param("bool"),
 }
 
 
@@ -68,6 +69,7 @@ def reversal_kwargs(draw):
         "embed_std": draw(st.floats(0, 2)),
         "embed_factor": draw(st.floats(0, 4)),
         "n_head": as_any_integer(draw, H),
+        "tie_output": draw(st.booleans()),
     }
 
 

@@ -79,3 +79,35 @@ def test_bad_arguments():
         ReversalModel(10, 8, 6, positions="rotary")
     with pytest.raises(ValueError, match="steps"):
         train_reversal(ReversalModel(10, 8, 6), 6, 10, steps=0)
+
+
+def test_tied_output_is_the_embedding_table():
+    """tie_output=True: the paper's sharing (section 3.4), logits = h E^T with no bias."""
+    model = ReversalModel(7, 8, 5, n_head=2, embed_std=8**-0.5, embed_factor=8**0.5,
+                          tie_output=True)  # fmt: skip
+    assert model.readout is None
+    assert sum(p.numel() for p in model.parameters()) == sum(
+        p.numel() for p in ReversalModel(7, 8, 5, n_head=2).parameters()
+    ) - (8 * 7 + 7)  # the separate readout's weight and bias are gone
+    tokens = torch.randint(0, 7, (3, 5), generator=torch.Generator().manual_seed(1))
+    logits = model(tokens)
+    logits.sum().backward()
+    with torch.no_grad():
+        h = model.positions(model.embed(tokens) * model.embed_factor)
+        h, _ = model.attention(h, h, h)
+        h = model.norm(h + model.mlp(h))
+    torch.testing.assert_close(logits, h @ model.embed.weight.T)
+    assert model.embed.weight.grad is not None  # trained from both ends
+    with pytest.raises(TypeError, match="tie_output must be True or False"):
+        ReversalModel(7, 8, 5, tie_output="yes")
+
+
+def test_reversal_experiment_trains_tied_and_untied_set_ups_apart():
+    setups = {"untied": dict(n_head=1), "tied": dict(n_head=1, tie_output=True)}
+    rows = reversal_experiment(setups, (0, 1), d_model=8, T=4, steps=2, batch=2)
+    assert [(r["setup"], r["seed"]) for r in rows] == [
+        (name, seed) for name in setups for seed in (0, 1)
+    ]
+    assert [r["model"].readout is None for r in rows] == [False, False, True, True]
+    with pytest.raises(TypeError, match="tie_output"):
+        reversal_experiment({"a": dict(tie_output=1)}, (0,), d_model=8, T=4, steps=1)

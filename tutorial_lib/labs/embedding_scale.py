@@ -20,14 +20,14 @@ from .. import seeds
 from ..attention import MultiHeadAttention
 from ..positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from ..training import fit, one_thread
-from ..validate import check_choice, check_int, check_real, check_token_ids
+from ..validate import check_bool, check_choice, check_int, check_real, check_token_ids
 from .seed_ensemble import Ensemble
 
 __all__ = ["ReversalModel", "reversal_batch", "train_reversal", "reversal_experiment"]
 
 _POSITIONS = ("sinusoidal", "learned")  # ReversalModel's position variants
 # What a set-up of reversal_experiment may set: ReversalModel's keyword arguments beyond the sizes.
-_SETUP_KEYS = ("positions", "embed_std", "embed_factor", "n_head")
+_SETUP_KEYS = ("positions", "embed_std", "embed_factor", "n_head", "tie_output")
 
 
 class ReversalModel(nn.Module):
@@ -35,6 +35,8 @@ class ReversalModel(nn.Module):
 
     tokens (B, T) -> logits (B, T, vocab). The embedding is initialised
     N(0, embed_std^2), multiplied by ``embed_factor`` and added to the positions.
+    ``tie_output=True`` makes the same table the output layer, as the paper does (section
+    3.4): logits = h E^T, with no factor and no bias, so one table serves both ends.
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class ReversalModel(nn.Module):
         embed_std: float = 1.0,
         embed_factor: float = 1.0,
         n_head: int = 4,
+        tie_output: bool = False,
     ):
         super().__init__()
         self.vocab, d_model = check_int("vocab", vocab), check_int("d_model", d_model, why="(D)")
@@ -68,7 +71,10 @@ class ReversalModel(nn.Module):
             nn.Linear(d_model, 2 * d_model), nn.ReLU(), nn.Linear(2 * d_model, d_model)
         )
         self.norm = nn.LayerNorm(d_model)
-        self.readout = nn.Linear(d_model, vocab)
+        # Tied: the readout is the embedding table itself (tensor2tensor's
+        # shared_embedding_and_softmax_weights), so there is no separate layer.
+        tied = check_bool("tie_output", tie_output)
+        self.readout = None if tied else nn.Linear(d_model, vocab)
 
     def inputs(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """The two parts added at the input: token part (B, T, D) and position part (T, D)."""
@@ -87,6 +93,8 @@ class ReversalModel(nn.Module):
         h = self.positions(self.embed(tokens) * self.embed_factor)  # (B, T, D)
         h, _ = self.attention(h, h, h)  # (B, T, D)
         h = self.norm(h + self.mlp(h))  # (B, T, D)
+        if self.readout is None:
+            return h @ self.embed.weight.T  # (B, T, vocab): the tied table scores every token
         return self.readout(h)  # (B, T, vocab)
 
 
@@ -197,10 +205,10 @@ def reversal_experiment(
 
     Seed s fixes the initial draws and the training data, the same for every set-up; the
     test sequences are the same for all. Set-ups that share an architecture (the same
-    ``positions`` and ``n_head``) train together as one ``Ensemble``. Returns one row per
-    (set-up, seed): {"setup", "seed", "ratio" (token / position length at initialisation),
-    "loss" (mean of the last 20 steps), "accuracy" (held-out, per token), "seconds"
-    (training time per run), "model" (trained)}.
+    ``positions``, ``n_head`` and ``tie_output``) train together as one ``Ensemble``.
+    Returns one row per (set-up, seed): {"setup", "seed", "ratio" (token / position length
+    at initialisation), "loss" (mean of the last 20 steps), "accuracy" (held-out, per
+    token), "seconds" (training time per run), "model" (trained)}.
     """
     vocab, d_model, T = (
         check_int("vocab", vocab),
@@ -228,12 +236,13 @@ def reversal_experiment(
     if not run_seeds:
         raise ValueError("reversal_experiment needs at least one seed; got run_seeds=()")
     # One ensemble per architecture: members run with the first member's modules, so set-ups
-    # that differ in what the modules are (positions, n_head) must not share one.
+    # that differ in what the modules are (positions, n_head, tying) must not share one.
     groups: dict[tuple, list[str]] = {}
     for name, setup in setups.items():
         positions = check_choice("positions", setup.get("positions", "sinusoidal"), _POSITIONS)
         n_head = check_int("n_head", setup.get("n_head", 4), why="(H)")
-        groups.setdefault((positions, n_head), []).append(name)
+        tied = check_bool("tie_output", setup.get("tie_output", False))
+        groups.setdefault((positions, n_head, tied), []).append(name)
     rows = []
     with one_thread():  # tiny tensors: a second thread would only wait
         probe = reversal_batch(256, T, vocab, seeds.generator("embedding_scale", "probe"))
