@@ -182,4 +182,5 @@ def draw_weights_against_temperature(fig, query: Tensor, temperatures: Tensor) -
     ax.set_xlabel("temperature τ (dotted: the explorer's values)")
     ax.set_ylabel("weight")
     ax.set_title(f"Weights for q = ({query[0]:g}, {query[1]:g}); dashed: 1/4, the average")
-    ax.legend(title="key", loc="center right")
+    # Outside the axes: inside, it hid the curves where they meet at 1/4 (large tau).
+    ax.legend(title="key", loc="upper left", bbox_to_anchor=(1.01, 1.0))
