@@ -16,7 +16,7 @@ from tutorial_lib.training import one_thread
 def bench_q1_shape_explorer():
     explorer = Explorer(
         shape_trace_html,
-        {"B": [1, 2, 4], "T": [4, 16, 64], "d_model": [64, 512], "n_head": [1, 2, 4, 8]},
+        {"B": [1, 2, 4], "T": [5, 16, 64], "d_model": [64, 512], "n_head": [1, 2, 4, 8]},
         kind="html",
     )
     return time_explorer("Q1 shape explorer", explorer)

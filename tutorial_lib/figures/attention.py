@@ -151,11 +151,15 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
         )
     head = (
         "<tr><th>operation</th><th>letters</th><th>shape</th><th>elements</th>"
-        "<th>contiguous</th><th>heads on the last axis</th></tr>"
+        "<th>contiguous</th><th>heads</th></tr>"
     )
     caption = (
         f"B={B}, T={T}, D=d_model={d_model}, H=n_head={n_head}, so d_k=d_v={d_k}. "
-        f"The attention weights hold {n_head}·B·T² = {n_head * B * T * T:,} numbers."
+        f"The attention weights hold H·B·T² = {n_head}·{B}·{T}² = {n_head * B * T * T:,} numbers. "
+        "Rows follow MultiHeadAttention.forward, which projects keys and values first "
+        "(project_kv, the part a decoder caches), then the queries. Last column: a stripe "
+        "of H colours where the last axis holds the heads side by side; <i>own axis</i> where "
+        "the heads have an axis of their own; — once W<sup>O</sup> has mixed them."
     )
     return (
         f'<table class="shape-trace" style="font-size:14px;border-collapse:collapse;color:{INK}">'
@@ -203,9 +207,10 @@ def draw_offset_shares(
 
     A share is w(t-1) / (w(t-1) + w(t-2)) for one query t: 1 = only one step back.
     Top left: ``two_heads`` (2, N) holds both heads' shares of one two-head model, one dot per
-    token. Top right: histograms of one-head models' shares, one per entry of ``one_head``
-    (label -> (N,) shares). Bottom: one dot per one-head model, the fraction of tokens on which
-    its head commits to one offset (``commitment``, (R,)) against its ``accuracy`` (R,).
+    token, each quadrant (split at 0.5) labelled with its percentage of the tokens. Top right:
+    histograms of one-head models' shares, one per entry of ``one_head`` (label -> (N,) shares).
+    Bottom: one dot per one-head model, the fraction of tokens on which its head commits to one
+    offset (``commitment``, (R,)) against its ``accuracy`` (R,).
     Sized for a figure about 7 x 6 inches.
     """
     from matplotlib.ticker import PercentFormatter
@@ -218,6 +223,16 @@ def draw_offset_shares(
         two_heads[0], two_heads[1], ".", color=HEAD_COLOURS[0], alpha=0.15, ms=3, rasterized=True
     )
     ax_two.set(xlim=(-0.03, 1.03), ylim=(-0.03, 1.03), xticks=[0, 0.5, 1], yticks=[0, 0.5, 1])
+    # Faint dots hide how many sit in one corner, so each quadrant says its share of the tokens.
+    right, top = two_heads[0] > 0.5, two_heads[1] > 0.5
+    ax_two.axvline(0.5, color="0.85", lw=0.8, zorder=0)
+    ax_two.axhline(0.5, color="0.85", lw=0.8, zorder=0)
+    quadrants = {(0.25, 0.75): ~right & top, (0.75, 0.75): right & top,
+                 (0.25, 0.25): ~right & ~top, (0.75, 0.25): right & ~top}  # fmt: skip
+    for (x, y), inside in quadrants.items():
+        label = f"{100 * inside.float().mean().item():.0f}%"
+        box = {"fc": "white", "ec": "none", "alpha": 0.8}
+        ax_two.text(x, y, label, ha="center", va="center", color=INK, bbox=box)
     ax_two.set_xlabel("head 1: share one back")
     ax_two.set_ylabel("head 2: share one back")
     ax_two.set_title("two heads, per token")
