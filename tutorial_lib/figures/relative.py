@@ -51,7 +51,7 @@ def _variant_matrix(variant: str, T: int):
     if variant.startswith("Shaw"):
         m = rel.clamp(-8, 8).numpy().astype(float)
         return ("Shaw: clip(j − i, −8, 8)", m, "RdBu_r", -8.5, 8.5, None,
-                [("clipped j − i", m[-1], "#0072B2")], "index into aᴷ, aⱽ")  # fmt: skip
+                [("clipped j − i", m[-1], "#0072B2")], "clipped offset j − i")  # fmt: skip
     if variant.startswith("T5"):
         m = t5_relative_bucket(rel, bidirectional=False).numpy().astype(float)
         return ("T5: bucket of i − j (causal)", m, "viridis", 0, 31, causal,
@@ -159,20 +159,23 @@ VARIANT_MARKERS = dict(zip(VARIANTS, "os^vD<>xP", strict=True))
 def draw_extrapolation(fig, rows: list[dict], cfg: ExtrapolationConfig) -> None:
     """Accuracy against evaluation length, one panel per task, one line per variant.
 
-    The key sits below the panels, never over the curves.
+    The key sits below the panels, never over the curves. Each variant's points sit a little
+    left or right of their length (dodged), so variants that tie at 100% stay visible.
     """
     fig.set_layout_engine("constrained")
     table = summarise(rows)
     axes = fig.subplots(1, len(cfg.tasks), squeeze=False, sharey=True)[0]
+    middle = (len(cfg.variants) - 1) / 2
     for ax, task in zip(axes, cfg.tasks, strict=True):
-        for variant in cfg.variants:
+        for n, variant in enumerate(cfg.variants):
             means = [
                 100 * sum(table[task, variant, T]) / len(table[task, variant, T])
                 for T in cfg.eval_lens
             ]
             colour, marker = VARIANT_COLOURS[variant], VARIANT_MARKERS[variant]
-            # Distinct markers, because several variants overlap at 100%.
-            ax.plot(cfg.eval_lens, means, marker=marker, ms=5, lw=1.2, label=variant,
+            # Distinct markers, dodged by up to a tenth of an octave, so that ties stay visible.
+            dodged = [T * 2 ** (0.025 * (n - middle)) for T in cfg.eval_lens]
+            ax.plot(dodged, means, marker=marker, ms=5, lw=1.2, label=variant,
                     color=colour, alpha=0.85, fillstyle="none")  # fmt: skip
         ax.axvline(cfg.train_len, color="grey", ls=":", lw=1)
         ax.set_xscale("log", base=2)
@@ -247,7 +250,8 @@ def draw_rope_pair(fig, theta: float = 0.5) -> None:
         for v, p, name, colour in ((q, m, "q", "#0072B2"), (k, n, "k", "#D55E00")):
             ax.annotate("", rot(v, p), (0, 0), arrowprops={"arrowstyle": "->", "color": colour})
             faint = {"arrowstyle": "->", "color": colour, "alpha": 0.3, "ls": "--"}
-            ax.annotate("", v, (0, 0), arrowprops=faint)  # before rotation
+            ax.annotate("", v, (0, 0), arrowprops=faint)  # before rotation, labelled plainly
+            ax.text(*(v * 1.14), name, color=colour, alpha=0.5, ha="center", va="center")
             ax.text(*(rot(v, p) * 1.14), f"R{_sub(p)}{name}", color=colour, ha="center",
                     va="center")  # fmt: skip
         score = rot(q, m) @ rot(k, n)
@@ -256,8 +260,8 @@ def draw_rope_pair(fig, theta: float = 0.5) -> None:
         ax.set_xlim(-1.35, 1.35)
         ax.set_ylim(-1.35, 1.35)
         ax.set_aspect("equal")
-        ax.set_xlabel("dimension 2i")
-    axes[0].set_ylabel("dimension 2i + 1")
+        ax.set_xlabel("dimension 2l")
+    axes[0].set_ylabel("dimension 2l + 1")
 
 
 def _sub(n: int) -> str:
