@@ -49,12 +49,13 @@ def sinusoidal_explorer_html(max_len: int, d_model: int, base: float) -> str:
 
     width, height, margins = 212, 230, (44, 24, 14, 42)
     encoding = Panel(
-        width, height, xlim=(0, d_model), ylim=(max_len, 0), title="the encoding PE",
-        xlabel="dimension", ylabel="position p", margins=margins,
+        width, height, xlim=(-0.5, d_model - 0.5), ylim=(max_len - 0.5, -0.5),
+        title="the encoding PE", xlabel="dimension", ylabel="position p", margins=margins,
     )  # fmt: skip
+    # Cell centres sit on whole numbers, so positions run 0 .. max_len - 1 as in the next panel.
     encoding.image(matrix_png(levels, "RdBu_r", -1.0, 1.0, cells=96))
-    encoding.xticks([0, d_model // 2, d_model])
-    encoding.yticks([0, max_len // 2, max_len])
+    encoding.xticks([0, d_model // 2, d_model - 1])
+    encoding.yticks([0, max_len // 2, max_len - 1])
 
     near = Panel(
         width, height, xlim=(0, max_len - 1), ylim=(-0.45, 1.05),
