@@ -83,8 +83,14 @@ def test_shape_html_shows_the_measured_shapes_and_the_total():
     assert f"{sum(p.numel() for p in _meta_model(64, 4, 2).parameters()):,}" in page
     assert page.count("<tr>") == 1 + 19  # header and one row per traced tensor
     rows, _ = model_shape_trace(3, 7, 5, 64, 4, 2)
-    attention = next(r for r in rows if r.tensor == "self-attention weights")
-    assert attention.params == 4 * 64**2 + 2 * 64  # W^Q, W^K, W^V, W^O, and the inner LayerNorm
+    attention = next(r for r in rows if r.tensor == "self-attention output")
+    assert attention.params == 4 * 64**2  # W^Q, W^K, W^V, W^O: norms are on no row
+    cross = next(r for r in rows if r.tensor == "cross-attention output")
+    assert cross.params == 4 * 64**2
+    for tensor in ("self-attention weights", "cross-attention keys, values (= memory)"):
+        assert next(r for r in rows if r.tensor == tensor).params is None  # not a module's output
+    ffn = next(r for r in rows if r.tensor == "feed-forward output")
+    assert ffn.params == 2 * 64 * 256 + 256 + 64  # W_1, b_1, W_2, b_2
 
 
 def test_shape_tour_refuses_what_it_cannot_cover():

@@ -95,7 +95,7 @@ def draw_decoding_step(record: DecodingRecord, step: int) -> str:
         f"<div>{heading}</div>"
         f'<div style="margin:4px 0">output so far: <span style="font-family:monospace">'
         f"{html.escape(to_text(record.tokens[:step]))}</span></div>"
-        "<div>most likely next tokens:</div>"
+        "<div>the most likely tokens at this step:</div>"
         '<table style="border-collapse:collapse;font-size:14px"><tr>'
         f'<th style="text-align:right;padding-right:10px">token</th><th>p</th><th></th></tr>'
         f"{rows}</table></div>"

@@ -18,10 +18,11 @@ import html
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from ..data import PAD, to_text
 from ..model import Transformer, TransformerConfig, count_parameters, source_mask, target_mask
+from ..norms import LayerNorm, RMSNorm
 from .common import INK, code_html, html_table
 
 # The decoding explorer, importable from here as before (documented in .decoding).
@@ -47,7 +48,7 @@ class ShapeRow:
     tensor: str  # what the tensor is
     letters: str  # its shape in the book's letters
     shape: tuple[int, ...]  # its shape, measured by running the model
-    params: int | None = None  # parameters of the module that made it, where one did
+    params: int | None = None  # parameters of the module that made it (norms aside)
 
 
 _TOUR_MAX_LEN = 512
@@ -130,21 +131,31 @@ def _probe_rows() -> tuple[tuple[str, str, str, str], ...]:
     return tuple(rows)
 
 
+_NORMS = (nn.LayerNorm, LayerNorm, RMSNorm)
+
+
 @functools.lru_cache(maxsize=8)
 def _parameter_counts(d_model: int, n_head: int, vocab: int) -> dict[str, int]:
     """Parameters of each watched module and of one layer of each stack, at these sizes.
 
     A shared tensor counts once, in the first module that holds it (the decoder's embedding
-    shares the encoder's table, so it shows 0), as ``named_parameters`` lists it.
+    shares the encoder's table, so it shows 0), as ``named_parameters`` lists it. A row
+    counts its module's weights without any norm inside it, so an attention row reads
+    4D^2 wherever the layer keeps that sub-layer's LayerNorm; the totals count every norm.
     """
     with torch.device("meta"):
         model = Transformer(_config(d_model, n_head, 1, vocab))
     named = list(model.named_parameters())  # each shared tensor once
+    norm_ids = {id(p) for m in model.modules() if isinstance(m, _NORMS) for p in m.parameters()}
 
-    def under(prefix):
-        return sum(p.numel() for name, p in named if name.startswith(prefix + "."))
+    def under(prefix, norms=True):
+        return sum(
+            p.numel()
+            for name, p in named
+            if name.startswith(prefix + ".") and (norms or id(p) not in norm_ids)
+        )
 
-    counts = {path: under(path) for path, *_ in _TOUR}
+    counts = {path: under(path, norms=False) for path, *_ in _TOUR}
     counts["encoder layer"] = under("encoder.layers.0")
     counts["decoder layer"] = under("decoder.layers.0")
     counts["rest"] = sum(p.numel() for _, p in named) - counts["encoder layer"]
@@ -175,12 +186,16 @@ def model_shape_trace(
     sizes = {"B": B, "T_src": T_src, "T_tgt": T_tgt, "H": n_head, "d_k": d_model // n_head,
              "D": d_model, "d_ff": 4 * d_model, "V": vocab}  # fmt: skip
     counts = _parameter_counts(d_model, n_head, vocab)
-    carriers = {path for path, side, _, _, carries in _TOUR if carries and side == "out"}
+    # A module's parameters go on one row: the first tensor it outputs.
+    carriers = {
+        path: next(name for name in names if name)
+        for path, side, _, names, carries in _TOUR
+        if carries and side == "out"
+    }
     rows, shown = [], set()
     for path, part, name, letters in _probe_rows():
         params = None
-        # A module's parameters go on one row: the weights for attention, else its first output.
-        if path in carriers and path not in shown and ("attn" not in path or "weights" in name):
+        if carriers.get(path) == name and path not in shown:
             params = counts[path]
             shown.add(path)
         if name.startswith("logits"):
@@ -208,7 +223,8 @@ def model_shape_html(B: int, T_src: int, T_tgt: int, d_model: int, n_head: int, 
     weights = N * n_head * B * (T_src * T_src + T_tgt * T_tgt + T_tgt * T_src)
     caption = (
         f"B={B}, T_src={T_src}, T_tgt={T_tgt}, D={d_model}, H={n_head} (d_k={d_model // n_head}), "
-        f"d_ff={4 * d_model}, N={N}, V=37,000 shared. Parameters in all: {total:,}. "
+        f"d_ff={4 * d_model}, N={N}, V=37,000 shared. Parameters in all, LayerNorms included: "
+        f"{total:,}. "
         f"Attention weights per forward pass: {weights:,}."
     )
     return (
@@ -281,9 +297,9 @@ def draw_trained_attention(fig, model: Transformer, src: Tensor, tgt_in: Tensor,
     for ax, (title, w, rows, cols) in zip(axes, maps, strict=True):
         image = ax.imshow(w[0].mean(0).numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
         ax.set_title(title)
-        # Every other token: a label per cell would not fit at a readable size.
-        ax.set_xticks(range(0, len(cols), 2), _labels(cols)[::2])
-        ax.set_yticks(range(0, len(rows), 2), _labels(rows)[::2])
+        # A label per cell, so every row and column can be read off.
+        ax.set_xticks(range(len(cols)), _labels(cols), fontsize=8)
+        ax.set_yticks(range(len(rows)), _labels(rows), fontsize=8)
         ax.set_xlabel("key")
     axes[0].set_ylabel("query")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="weight (mean over heads)")

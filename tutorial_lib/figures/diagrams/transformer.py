@@ -32,6 +32,10 @@ def _sizes(config: TransformerConfig) -> list[str]:
     ]
 
 
+def _layers(n: int) -> str:
+    return f"N = {n} layer" if n == 1 else f"N = {n} layers"
+
+
 def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool = False) -> str:
     """The encoder-decoder of ``tutorial_lib.model.Transformer``, laid out as the paper's Figure 1.
 
@@ -136,7 +140,7 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
         ex - bw / 2 - 32, enc_top - 8, bw + 50, block_bottom - enc_top + 2, fill="none",
         stroke=MUTED, rx=10, dashed=True,
     )  # fmt: skip
-    c.text(ex - bw / 2 - 28, block_bottom + 18, f"N = {config.n_enc_layers} layers", 13,
+    c.text(ex - bw / 2 - 28, block_bottom + 18, _layers(config.n_enc_layers), 13,
            anchor="start", weight="bold")  # fmt: skip
     # The memory: up, then across to the decoder's cross-attention.
     mem_y = enc_top - 44
@@ -170,7 +174,7 @@ def transformer_svg(config: TransformerConfig | None = None, *, chapters: bool =
         dx - bw / 2 - 18, dec_top - 8, bw + 50, dec_block_bottom - dec_top + 2, fill="none",
         stroke=MUTED, rx=10, dashed=True,
     )  # fmt: skip
-    c.text(dx + bw / 2 + 28, dec_block_bottom + 18, f"N = {config.n_dec_layers} layers", 13,
+    c.text(dx + bw / 2 + 28, dec_block_bottom + 18, _layers(config.n_dec_layers), 13,
            anchor="end", weight="bold")  # fmt: skip
     cross_mid = dec_mids[2]
     c.line([(ex, enc_top), (ex, cross_mid), (dx - bw / 2, cross_mid)])
