@@ -251,4 +251,5 @@ def draw_position_influence(fig, maps: dict[str, Tensor]) -> None:
         ax.set_yticks(range(0, T, 2))
     np.atleast_1d(axes)[0].set_ylabel("output position t")
     bar = fig.colorbar(image, ax=axes, shrink=0.9, pad=0.02)
-    bar.set_label(r"$\|\partial y_t / \partial x_{t'}\|$  (grey dot: exactly 0)")
+    # The prime as a character: mathtext draws "'" from a font browsers lack (it showed as t⁰).
+    bar.set_label("$\\|\\partial y_t / \\partial x_{t\u2032}\\|$  (grey dot: exactly 0)")
