@@ -62,7 +62,7 @@ _ENC, _DEC = "encoder layer 1 of N", "decoder layer 1 of N"
 _TOUR = [
     ("encoder", "in", "encoder", ["source tokens", "source (padding) mask"], False),
     ("encoder.embed", "out", "encoder", ["embedding × √D + positions"], True),
-    ("encoder.layers.0.self_attn", "out", _ENC,
+    ("encoder.layers.0.self_attention", "out", _ENC,
      ["self-attention output", "self-attention weights"], True),
     ("encoder.layers.0.ffn.w_1", "out", _ENC, ["feed-forward hidden"], False),
     ("encoder.layers.0.ffn", "out", _ENC, ["feed-forward output"], True),
@@ -70,11 +70,11 @@ _TOUR = [
     ("decoder", "in", "decoder",
      ["decoder input (shifted right)", None, "target mask (causal & padding)", None], False),
     ("decoder.embed", "out", "decoder", ["embedding × √D + positions"], True),
-    ("decoder.layers.0.self_attn", "out", _DEC,
+    ("decoder.layers.0.self_attention", "out", _DEC,
      ["masked self-attention output", "masked self-attention weights"], True),
-    ("decoder.layers.0.cross_attn", "in", _DEC,
+    ("decoder.layers.0.cross_attention", "in", _DEC,
      [None, "cross-attention keys, values (= memory)", None], False),
-    ("decoder.layers.0.cross_attn", "out", _DEC,
+    ("decoder.layers.0.cross_attention", "out", _DEC,
      ["cross-attention output", "cross-attention weights"], True),
     ("decoder.layers.0.ffn.w_1", "out", _DEC, ["feed-forward hidden"], False),
     ("decoder.layers.0.ffn", "out", _DEC, ["feed-forward output"], True),
@@ -144,7 +144,11 @@ def _parameter_counts(d_model: int, n_head: int, vocab: int) -> dict[str, int]:
     def under(prefix):
         return sum(p.numel() for name, p in named if name.startswith(prefix + "."))
 
-    counts = {path: under(path) for path, *_ in _TOUR}
+    # An attention sub-layer's row counts its norm too, as the seed's MultiHeadAttention holds it.
+    counts = {
+        path: under(path) + under(f"{path}_norm") * path.endswith("_attention")
+        for path, *_ in _TOUR
+    }
     counts["encoder layer"] = under("encoder.layers.0")
     counts["decoder layer"] = under("decoder.layers.0")
     counts["rest"] = sum(p.numel() for _, p in named) - counts["encoder layer"]
@@ -180,7 +184,11 @@ def model_shape_trace(
     for path, part, name, letters in _probe_rows():
         params = None
         # A module's parameters go on one row: the weights for attention, else its first output.
-        if path in carriers and path not in shown and ("attn" not in path or "weights" in name):
+        if (
+            path in carriers
+            and path not in shown
+            and ("attention" not in path or "weights" in name)
+        ):
             params = counts[path]
             shown.add(path)
         if name.startswith("logits"):
