@@ -6,8 +6,8 @@ import inspect
 import torch
 from torch import nn
 
-from tutorial_lib.attention import Attention, causal_mask
-from tutorial_lib.layers import DecoderLayer, EncoderLayer, FeedForward
+from tutorial_lib.attention import Attention, KVCache, causal_mask
+from tutorial_lib.layers import DecoderLayer, EncoderLayer, FeedForward, LayerCache
 from tutorial_lib.masks import source_mask
 from tutorial_lib.model import TransformerConfig
 
@@ -98,3 +98,12 @@ def test_the_seed_style_calls_of_chapter_q5_compute_the_layers_sub_layers():
     assert enc.ffn_layer_norm is enc.ffn_norm
     out, _ = dec.cross_attn(x, memory, memory)
     torch.testing.assert_close(out, dec.cross_attention_norm(x + dec.cross_attention(x, memory)[0]))
+
+
+def test_a_layer_cache_reorders_its_keys_values_and_padding_together():
+    cache = LayerCache(torch.zeros(3, 4, 2, 4), torch.zeros(3, 4, 2, 4), KVCache())
+    cache.past.append(torch.randn(3, 4, 5, 4), torch.randn(3, 4, 5, 4))
+    cache.real = torch.rand(3, 5) > 0.5
+    k, real = cache.self_k.clone(), cache.real.clone()
+    cache.reorder(torch.tensor([1, 1, 2]))
+    assert torch.equal(cache.self_k, k[[1, 1, 2]]) and torch.equal(cache.real, real[[1, 1, 2]])

@@ -220,7 +220,7 @@ def beam_search(
         alive_tokens = torch.cat([alive_tokens[rows, origin], new[..., None]], dim=2)
         index = (rows * k + origin).flatten()  # (B*k,): each new beam's parent row
         for cache in caches:
-            cache.past.reorder(index)
+            cache.reorder(index)  # keys, values and which of them are padding, together
         token = new.reshape(B * k, 1)
         bound = alive_logp.max(dim=1).values / length_penalty(max_len, alpha)  # (B,)
         if bool((best.scores >= bound).all()):

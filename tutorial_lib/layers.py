@@ -100,6 +100,11 @@ class LayerCache:
     past: KVCache = field(default_factory=KVCache)
     real: Tensor | None = None
 
+    def reorder(self, index: Tensor) -> None:
+        """Row b takes row ``index[b]``'s past, keys, values and padding alike (beam search)."""
+        self.past.reorder(index)
+        self.real = self.real[index]
+
     self_k = property(lambda self: self.past.k)  # (B, H_kv, t, d_k), as chapter Q5 reads it
     self_v = property(lambda self: self.past.v)
 
