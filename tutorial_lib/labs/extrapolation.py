@@ -22,24 +22,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .. import seeds
+from .. import positional, seeds
 from ..attention import MultiHeadAttention, causal_mask
-from ..positional import (
-    ALiBiBias,
-    LearnedPositionalEmbedding,
-    ReRoPE,
-    RoPE,
-    ShawRelativePosition,
-    SinusoidalPositionalEncoding,
-    T5RelativeBias,
-    TransformerXLRelativePosition,
-    with_positions,
-)
+from ..positional import with_positions
 from ..training import fit, one_thread
 from ..validate import require_choice, require_int, require_real, require_token_ids
 from .seed_ensemble import Ensemble
 
 __all__ = [
+    "CHAPTER_VARIANTS",
     "VARIANTS",
     "ExtrapolationConfig",
     "PositionModel",
@@ -55,7 +46,10 @@ __all__ = [
 ]
 
 
-VARIANTS = ["none", "learned", "sinusoidal", "shaw", "xl", "t5", "alibi", "rope", "rerope"]
+# What chapter Q3b compares, in its order: rows of tutorial_lib.positional.VARIANTS, named here so
+# that a new row there does not change the chapter.
+CHAPTER_VARIANTS = ("none", "learned", "sinusoidal", "shaw", "xl", "t5", "alibi", "rope", "rerope")
+VARIANTS = list(CHAPTER_VARIANTS)  # the lab's old name for the same list
 
 
 @dataclass
@@ -78,7 +72,7 @@ class ExtrapolationConfig:
     t5_max_distance: int = 128
     eval_batch: int = 64  # test sequences per length (the same for every variant and seed)
     seeds: tuple[int, ...] = tuple(range(8))  # every seed fixes initial weights and data
-    variants: tuple[str, ...] = tuple(VARIANTS)
+    variants: tuple[str, ...] = CHAPTER_VARIANTS
     tasks: tuple[str, ...] = ("lag", "hold")
 
     def __post_init__(self):
@@ -105,7 +99,7 @@ class ExtrapolationConfig:
         for name, values, check in (
             ("eval_lens", self.eval_lens, lambda v: require_int("eval_lens", v)),
             ("seeds", self.seeds, lambda v: require_int("seeds", v, None)),
-            ("variants", self.variants, lambda v: require_choice("variants", v, VARIANTS)),
+            ("variants", self.variants, lambda v: positional.variant(v).name),
             ("tasks", self.tasks, lambda v: require_choice("tasks", v, ("lag", "hold"))),
         ):
             if isinstance(values, str) or not values:
@@ -123,29 +117,13 @@ class ExtrapolationConfig:
             )
 
 
-def _parts(variant: str, cfg: ExtrapolationConfig):
-    """Factories: (absolute encoding, score bias, rotation); each returns a module or None."""
-    D, H, d_k = cfg.d_model, cfg.n_head, cfg.d_model // cfg.n_head
-    none = lambda: None  # noqa: E731
-    table = {
-        "none": (none, none, none),
-        # Rows up to the longest evaluation length, so longer inputs run: rows past L never train.
-        "learned": (lambda: LearnedPositionalEmbedding(max(cfg.eval_lens), D), none, none),
-        "sinusoidal": (lambda: SinusoidalPositionalEncoding(D), none, none),
-        "shaw": (none, lambda: ShawRelativePosition(d_k, d_k, cfg.shaw_clip), none),
-        "xl": (none, lambda: TransformerXLRelativePosition(H, d_k), none),
-        "t5": (
-            none,
-            lambda: T5RelativeBias(H, False, cfg.t5_buckets, cfg.t5_max_distance),
-            none,
-        ),
-        "alibi": (none, lambda: ALiBiBias(H), none),
-        "rope": (none, none, lambda: RoPE()),
-        "rerope": (none, none, lambda: ReRoPE(window=cfg.rerope_window)),
-    }
-    if variant not in table:
-        raise ValueError(f"variant must be one of {list(table)}; got {variant!r}")
-    return table[variant]
+def _settings(cfg: ExtrapolationConfig) -> positional.Settings:
+    """The registry's settings for this experiment: a learned table as long as the longest
+    test, every variant in its causal form."""
+    return positional.Settings(
+        cfg.d_model, cfg.n_head, max(cfg.eval_lens), True, cfg.shaw_clip, cfg.t5_buckets,
+        cfg.t5_max_distance, cfg.rerope_window,
+    )  # fmt: skip
 
 
 class _Block(nn.Module):
@@ -179,15 +157,17 @@ class PositionModel(nn.Module):
         super().__init__()
         if not isinstance(cfg, ExtrapolationConfig):
             raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
-        self.variant = require_choice("variant", variant, VARIANTS)
-        self.vocab = vocab = require_int("vocab", vocab)
-        make_absolute, make_bias, make_rotation = _parts(variant, cfg)
+        row = positional.variant(variant)  # its factory, and where it acts
+        self.variant, self.vocab = variant, require_int("vocab", vocab)
+        settings = _settings(cfg)
         self.embed = nn.Embedding(vocab, cfg.d_model)
-        self.absolute = make_absolute()
+        self.absolute = row.make(settings) if row.acts == "absolute" else None
         self.blocks = nn.ModuleList(
-            _Block(cfg.d_model, cfg.n_head, cfg.d_ff, make_bias(), make_rotation())
+            _Block(cfg.d_model, cfg.n_head, cfg.d_ff,
+                   row.make(settings) if row.acts == "bias" else None,
+                   row.make(settings) if row.acts == "rotation" else None)
             for _ in range(cfg.n_layer)
-        )
+        )  # fmt: skip
         self.readout = nn.Linear(cfg.d_model, vocab)
 
     def forward(self, tokens: Tensor, return_weights: bool = False):
@@ -274,7 +254,7 @@ def train_ensemble(
     """
     if not isinstance(cfg, ExtrapolationConfig):
         raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
-    require_choice("variant", variant, VARIANTS)
+    positional.variant(variant)  # a ValueError names every variant
     tasks = cfg.tasks if tasks is None else tasks
     run_seeds = cfg.seeds if run_seeds is None else run_seeds
     for name, values in (("tasks", tasks), ("run_seeds", run_seeds)):

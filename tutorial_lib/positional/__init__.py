@@ -25,6 +25,8 @@ three places, and each place has one small interface:
 Groups 2 and 3 plug into the one place where scores are made,
 ``ScaledDotProductAttention.get_scores``, through :class:`PositionalAttention`;
 :func:`with_positions` puts one into an :class:`~tutorial_lib.attention.Attention`.
+Every variant is one row of ``VARIANTS`` (``tutorial_lib.positional.registry``): a new one is
+its class plus that row.
 
 Conventions: query i sits at position T_k - T_q + i (the queries are the last
 T_q of T_k positions, as in ``causal_mask`` and when decoding with a KV cache), key j at
@@ -59,6 +61,7 @@ from .bias import (
     relative_shift,
     t5_relative_bucket,
 )
+from .registry import VARIANTS, Settings, Variant, variant
 from .rotation import (
     ReRoPE,
     RoPE,
@@ -93,6 +96,10 @@ __all__ = [
     "RoPE",
     "rerope_positions",
     "ReRoPE",
+    "Variant",
+    "Settings",
+    "VARIANTS",
+    "variant",
     "PositionalAttention",
     "with_positions",
 ]
