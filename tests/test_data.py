@@ -127,5 +127,10 @@ def test_from_text_takes_plain_digits_only(text, n_symbols):
         from_text(text, n_symbols)
 
 
-def test_from_text_reads_tabs_as_spaces():
+def test_from_text_reads_one_digit_per_symbol_only_when_every_symbol_is_one_digit():
+    """Issue 22: "10" with 11 symbols is the symbol 10, not the symbols 1 and 0."""
+    assert from_text("10", n_symbols=11).tolist() == [[10 + N_SPECIAL]]
+    assert from_text("10", n_symbols=10).tolist() == [[1 + N_SPECIAL, 0 + N_SPECIAL]]
+    assert from_text("10 3", n_symbols=11).tolist() == [[10 + N_SPECIAL, 3 + N_SPECIAL]]
     assert from_text("3\t1").tolist() == [[3 + N_SPECIAL, 1 + N_SPECIAL]]
+    assert to_text(from_text("10", n_symbols=11)[0]) == "10"

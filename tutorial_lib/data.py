@@ -148,11 +148,13 @@ def to_text(tokens: Tensor | list[int]) -> str:
 
 
 def from_text(text: str, n_symbols: int = 10) -> Tensor:
-    """ "3 1 4 1 5" (or "31415" when every symbol is one digit) -> (1, T) token ids.
+    """ "3 1 4 1 5" (or "31415" when every symbol is one digit, n_symbols <= 10) -> (1, T) ids.
 
     Symbols are written with the digits 0-9 only: no sign, no underscore, no other script.
     """
-    parts = text.split() if len(text.split()) > 1 else list(text.strip())
+    parts = text.split()
+    if len(parts) == 1 and n_symbols <= 10:  # "31415": one digit per symbol
+        parts = list(parts[0])
     if not all(p.isascii() and p.isdigit() for p in parts):
         raise ValueError(
             f"expected text of symbols 0..{n_symbols - 1} written with the digits 0-9, separated "

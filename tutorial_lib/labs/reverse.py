@@ -82,8 +82,8 @@ def chapter_config(**changes) -> TransformerConfig:
 
 
 def train_reverse(seed: int = 0, **train_kwargs) -> tuple[Transformer, TrainResult]:
-    """A fresh chapter model trained on reverse (length 16, lr 5e-3) until greedy decoding is
-    exact on 1,000 held-out strings; ``train_kwargs`` pass on to :func:`.train`."""
+    """A fresh chapter model trained on reverse (length ``LENGTH`` = 8, lr 5e-3) until greedy
+    decoding is exact on 1,000 held-out strings; ``train_kwargs`` pass on to :func:`.train`."""
     seeds.manual_seed("reverse", require_int("seed", seed, None))
     model = Transformer(chapter_config())
     options = {"length": LENGTH, "n_symbols": N_SYMBOLS, "lr": 5e-3, "seed": seed} | train_kwargs
