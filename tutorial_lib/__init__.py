@@ -15,4 +15,4 @@ Four parts, so a newcomer knows where a line belongs and what it may import:
 Chapters build each concept in visible cells, check it against this library, then import it.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
