@@ -144,11 +144,8 @@ def _parameter_counts(d_model: int, n_head: int, vocab: int) -> dict[str, int]:
     def under(prefix):
         return sum(p.numel() for name, p in named if name.startswith(prefix + "."))
 
-    # An attention sub-layer's row counts its norm too, as the seed's MultiHeadAttention holds it.
-    counts = {
-        path: under(path) + under(f"{path}_norm") * path.endswith("_attention")
-        for path, *_ in _TOUR
-    }
+    # An attention sub-layer's row counts its norm too, as the seed's MultiHeadAttention held it.
+    counts = {p: under(p) + under(p + "_norm") * p.endswith("_attention") for p, *_ in _TOUR}
     counts["encoder layer"] = under("encoder.layers.0")
     counts["decoder layer"] = under("decoder.layers.0")
     counts["rest"] = sum(p.numel() for _, p in named) - counts["encoder layer"]
@@ -184,11 +181,8 @@ def model_shape_trace(
     for path, part, name, letters in _probe_rows():
         params = None
         # A module's parameters go on one row: the weights for attention, else its first output.
-        if (
-            path in carriers
-            and path not in shown
-            and ("attention" not in path or "weights" in name)
-        ):
+        first = "weights" in name or not path.endswith("_attention")
+        if path in carriers and path not in shown and first:
             params = counts[path]
             shown.add(path)
         if name.startswith("logits"):
