@@ -90,15 +90,10 @@ def test_text_round_trip():
 @pytest.mark.parametrize(
     "call, words",
     [
-        (lambda: make_batch("shuffle", 2, 4), "task must be one of"),
-        (
-            lambda: make_batch("copy", 0, 4),
-            r"batch_size must be a positive integer \(B\); got batch_size=0",
-        ),
-        (lambda: make_batch("copy", 2, 4, min_length=5), "min_length"),
+        (lambda: make_batch("shuffle", 2, 4), r"task must be one of \('copy', 'reverse', 'sort'\)"),
         (lambda: from_text("3 x 1"), "separated by spaces"),
         (lambda: from_text("3 12", n_symbols=10), "0..9"),
-        (lambda: teacher_forcing(torch.zeros(3, dtype=torch.long)), r"\(B, T\)"),
+        (lambda: from_text("", n_symbols=10), "0..9"),
     ],
 )
 def test_bad_input_says_what_was_expected(call, words):
@@ -121,8 +116,6 @@ def test_teacher_forcing_refuses_a_pad_before_a_symbol():
     dec_in, dec_target = teacher_forcing([[3, 4, 0], [5, 6, 7]])  # lists are token ids too
     assert dec_in.tolist() == [[BOS, 3, 4, EOS], [BOS, 5, 6, 7]]
     assert dec_target.tolist() == [[3, 4, EOS, PAD], [5, 6, 7, EOS]]
-    with pytest.raises(TypeError, match="tgt must be an integer tensor"):
-        teacher_forcing(torch.tensor([[3.0, 4.0]]))
 
 
 @pytest.mark.parametrize(
@@ -134,11 +127,10 @@ def test_from_text_takes_plain_digits_only(text, n_symbols):
         from_text(text, n_symbols)
 
 
-def test_from_text_and_to_text_check_their_types():
+def test_from_text_reads_one_digit_per_symbol_only_when_every_symbol_is_one_digit():
+    """Issue 22: "10" with 11 symbols is the symbol 10, not the symbols 1 and 0."""
+    assert from_text("10", n_symbols=11).tolist() == [[10 + N_SPECIAL]]
+    assert from_text("10", n_symbols=10).tolist() == [[1 + N_SPECIAL, 0 + N_SPECIAL]]
+    assert from_text("10 3", n_symbols=11).tolist() == [[10 + N_SPECIAL, 3 + N_SPECIAL]]
     assert from_text("3\t1").tolist() == [[3 + N_SPECIAL, 1 + N_SPECIAL]]
-    with pytest.raises(TypeError, match="text must be a string"):
-        from_text(31)
-    with pytest.raises(TypeError, match="n_symbols"):
-        from_text("3", n_symbols=True)
-    with pytest.raises(ValueError, match="one sequence"):
-        to_text(torch.zeros(2, 3, dtype=torch.long))
+    assert to_text(from_text("10", n_symbols=11)[0]) == "10"

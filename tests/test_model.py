@@ -1,4 +1,4 @@
-"""tutorial_lib.model: layers against PyTorch's own, the masks' promises, the cache, the count."""
+"""tutorial_lib.model: the masks' promises in the whole model, the KV cache, the count."""
 
 import dataclasses
 import inspect
@@ -7,19 +7,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch import nn
 
 from tutorial_lib.figures.model import model_shape_trace
-from tutorial_lib.model import (
-    DecoderLayer,
-    EncoderLayer,
-    FeedForward,
-    Transformer,
-    TransformerConfig,
-    count_parameters,
-    source_mask,
-    target_mask,
-)
+from tutorial_lib.model import Transformer, TransformerConfig, count_parameters
 
 V = 13  # 10 symbols + PAD, BOS, EOS
 
@@ -67,8 +57,9 @@ def test_config_is_frozen_and_every_field_gives_a_reason():
     [
         (dict(d_model=30, n_head=4), "divisible"),
         (dict(src_vocab=10, tgt_vocab=11), "share_embeddings"),
-        (dict(n_dec_layers=0), "n_dec_layers"),
-        (dict(token_rms=0.0), "token_rms"),
+        (dict(d_model=15, n_head=3), "must be even"),
+        (dict(pad_id=37000), "pad_id must be a token id below both vocabulary sizes"),
+        (dict(pad_id=-1), "pad_id"),
     ],
 )
 def test_config_rejects_bad_sizes(changes, words):
@@ -81,81 +72,7 @@ def test_config_fills_in_head_widths():
     assert TransformerConfig(d_k=16, d_v=32).head_dims == (16, 32)
 
 
-# -- the layers against PyTorch's own -------------------------------------------------------
-
-
-def copy_attention(ours, theirs: nn.MultiheadAttention):
-    with torch.no_grad():
-        w = torch.cat([ours.w_qs.weight, ours.w_ks.weight, ours.w_vs.weight])  # (3D, D)
-        theirs.in_proj_weight.copy_(w)
-        theirs.out_proj.weight.copy_(ours.fc.weight)
-
-
-def test_feed_forward_is_the_papers_formula():
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, on every position on its own."""
-    torch.manual_seed(0)
-    ffn = FeedForward(8, 24).eval()
-    with torch.no_grad():
-        ffn.w_2.bias.normal_()  # non-zero, so a missing b_2 would show
-    x = torch.randn(2, 5, 8)
-    inner = torch.relu(x @ ffn.w_1.weight.T + ffn.w_1.bias) @ ffn.w_2.weight.T + ffn.w_2.bias
-    torch.testing.assert_close(ffn(x), inner)
-    torch.testing.assert_close(ffn(x[:, 2:3]), ffn(x)[:, 2:3])  # position-wise
-
-
-def test_encoder_layer_matches_torch():
-    torch.manual_seed(0)
-    config = tiny(ffn_bias=False)
-    ours = EncoderLayer(config).eval()
-    theirs = nn.TransformerEncoderLayer(
-        16, 4, 32, dropout=0.0, batch_first=True, bias=False, layer_norm_eps=1e-6
-    ).eval()
-    copy_attention(ours.self_attn, theirs.self_attn)
-    with torch.no_grad():
-        theirs.linear1.weight.copy_(ours.ffn.w_1.weight)
-        theirs.linear2.weight.copy_(ours.ffn.w_2.weight)
-    x = torch.randn(3, 6, 16)
-    src = torch.tensor([[5] * 6, [5] * 4 + [0] * 2, [5] * 2 + [0] * 4])
-    mask = source_mask(src, 0)  # (B, 1, T): True = may attend
-    expected = theirs(x, src_key_padding_mask=~mask[:, 0])  # torch: True = padding
-    got, _ = ours(x, mask)
-    real = mask[:, 0]  # torch's fast path may zero padded rows; compare the real ones
-    torch.testing.assert_close(got[real], expected[real])
-
-
-def test_decoder_layer_matches_torch():
-    torch.manual_seed(0)
-    config = tiny(ffn_bias=False)
-    ours = DecoderLayer(config).eval()
-    theirs = nn.TransformerDecoderLayer(
-        16, 4, 32, dropout=0.0, batch_first=True, bias=False, layer_norm_eps=1e-6
-    ).eval()
-    copy_attention(ours.self_attn, theirs.self_attn)
-    copy_attention(ours.cross_attn, theirs.multihead_attn)
-    with torch.no_grad():
-        theirs.linear1.weight.copy_(ours.ffn.w_1.weight)
-        theirs.linear2.weight.copy_(ours.ffn.w_2.weight)
-    y, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
-    src = torch.tensor([[4] * 7, [4] * 3 + [0] * 4])
-    causal = torch.ones(5, 5, dtype=torch.bool).tril()
-    expected = theirs(
-        y, memory, tgt_mask=~causal, memory_key_padding_mask=~source_mask(src, 0)[:, 0]
-    )
-    got, _, cross = ours(y, memory, causal, source_mask(src, 0))
-    torch.testing.assert_close(got, expected)
-    assert cross[1, :, :, 3:].abs().max() == 0  # no weight on the padded source positions
-
-
-# -- what the masks promise -------------------------------------------------------------------
-
-
-def test_target_mask_is_causal_and_hides_padding():
-    tgt = torch.tensor([[1, 5, 6, 0]])
-    mask = target_mask(tgt, pad_id=0)[0]
-    expected = torch.tensor(
-        [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]], dtype=torch.bool
-    )
-    assert torch.equal(mask, expected)
+# -- what the masks promise, in the whole model ---------------------------------------------
 
 
 @settings(max_examples=25, deadline=None)
@@ -310,16 +227,29 @@ def test_base_model_against_table_3():
 # -- errors and shapes ------------------------------------------------------------------------
 
 
-def test_bad_tokens_raise_value_errors():
+def test_a_sequence_past_the_positions_table_is_refused():
     m = model()
-    with pytest.raises(TypeError, match="src must be an integer tensor"):
-        m(torch.randn(2, 5), tokens(2, 5, 0))
-    with pytest.raises(ValueError, match="0..12"):
-        m(torch.full((2, 5), 13), tokens(2, 5, 0))
-    with pytest.raises(ValueError, match="got ids -1..-1"):
-        m(tokens(2, 5, 0), torch.full((2, 5), -1))
-    with pytest.raises(ValueError, match="max_len"):
+    with pytest.raises(ValueError, match=r"positions 0..39 need max_len >= 40.*max_len = 32"):
         m(tokens(1, 40, 0), tokens(1, 5, 0))
+
+
+def test_inputs_that_do_not_fit_are_named_where_they_meet():
+    m = model()
+    with pytest.raises(ValueError, match=r"\(B, T_q, D\), keys .*; got \(3, 5, 16\), \(2, 6, 16\)"):
+        m(tokens(2, 6, 0), tokens(3, 5, 1))  # 2 sources, 3 targets: nothing to pair them
+
+
+def test_grouped_query_heads_shrink_the_decoders_cache_and_keep_its_logits():
+    m = model(n_kv_head=2)
+    assert m.decoder.layers[0].self_attention.w_k.weight.shape == (2 * 4, 16)
+    src, tgt = tokens(2, 6, 0), torch.cat([torch.ones(2, 1, dtype=torch.long), tokens(2, 5, 1)], 1)
+    with torch.no_grad():
+        full = m(src, tgt)
+        memory, src_mask = m.encode(src)
+        caches = m.decoder.start_cache(memory)
+        steps = [m.decoder.step(tgt[:, t : t + 1], t, caches, src_mask)[0] for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full)
+    assert caches[0].self_k.shape == (2, 2, 6, 4)  # (B, H_kv, t, d_k): half of H = 4 heads
 
 
 @pytest.mark.parametrize("B, T_src, T_tgt, D, H, N", [(2, 5, 4, 512, 8, 6), (1, 16, 3, 64, 2, 1)])
@@ -332,56 +262,3 @@ def test_shape_trace_matches_its_letters(B, T_src, T_tgt, D, H, N):
     assert total == sum(
         base_counts(n_enc_layers=N, n_dec_layers=N, d_model=D, n_head=H, d_ff=4 * D).values()
     )
-
-
-# -- issue 18: every field and every input checked, with the names the learner used ------------
-
-
-@pytest.mark.parametrize(
-    "changes, error, words",
-    [
-        (dict(n_head=True), TypeError, "n_head must be a positive integer, not True or False"),
-        (dict(d_ff=2.5), TypeError, "d_ff"),
-        (dict(dropout=1.5), ValueError, "dropout"),
-        (dict(dropout=float("nan")), ValueError, "dropout=nan"),
-        (dict(token_rms=float("inf")), ValueError, "token_rms"),
-        (dict(causal="no"), TypeError, "causal must be True or False"),
-        (dict(pad_id=13), ValueError, "pad_id must be a token id below both vocabulary sizes"),
-        (dict(pad_id=-1), ValueError, "pad_id"),
-        (dict(d_k=0), ValueError, "d_k"),
-    ],
-)
-def test_config_checks_every_field(changes, error, words):
-    with pytest.raises(error, match=words):
-        tiny(**changes)
-
-
-def test_numpy_sizes_build_a_working_model():
-    """Issue 18: the config accepted NumPy integers, and then Transformer() failed inside torch."""
-    import numpy as np
-
-    config = tiny(d_model=np.int64(16), n_head=np.int32(4), max_len=np.int64(32), d_k=np.int64(4))
-    assert type(config.d_model) is int and type(config.d_k) is int
-    out = Transformer(config).eval()(tokens(2, 5, 0), tokens(2, 4, 1))
-    assert out.shape == (2, 4, V)
-
-
-def test_batch_mismatches_name_the_inputs_the_learner_passed():
-    """Issue 18: a src/tgt batch mismatch used to be reported as one of q, k and v."""
-    m = model()
-    with pytest.raises(ValueError, match=r"src and tgt_in must share the batch size B"):
-        m(tokens(2, 5, 0), tokens(3, 4, 1))
-    memory, src_mask = m.encode(tokens(2, 5, 0))
-    with pytest.raises(ValueError, match=r"tgt_in and memory \(from src\) must share"):
-        m.decode(tokens(3, 4, 1), memory, src_mask)
-    with pytest.raises(ValueError, match=r"y and memory must share the batch size B"):
-        DecoderLayer(tiny())(torch.randn(2, 3, 16), torch.randn(3, 5, 16))
-    with pytest.raises(TypeError, match="config must be a TransformerConfig"):
-        EncoderLayer({"d_model": 16})
-
-
-def test_feed_forward_names_its_input():
-    with pytest.raises(ValueError, match=r"FeedForward expects x of shape \(B, T, D\)"):
-        FeedForward(16, 32)(torch.randn(2, 3, 8))
-    with pytest.raises(TypeError, match=r"x is torch.float64 but FeedForward's weights"):
-        FeedForward(16, 32)(torch.randn(2, 3, 16, dtype=torch.float64))

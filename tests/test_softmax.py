@@ -75,19 +75,12 @@ def test_jacobian_norm_of_special_rows(T):
     assert softmax_jacobian_norm(two_way).item() == pytest.approx(0.5)
 
 
-def test_bad_weights_raise():
-    with pytest.raises(ValueError, match=r"\(\.\.\., T\)"):
-        softmax_entropy(torch.tensor(1.0))
-
-
 def test_score_scale():
     assert score_scale(64, "none") == 1.0
     assert score_scale(64, "1/√d_k") == pytest.approx(1 / 8)
     assert score_scale(64, "1/d_k") == pytest.approx(1 / 64)
-    with pytest.raises(ValueError, match="scaling must be one of"):
+    with pytest.raises(ValueError, match=r"scaling must be one of \['none', '1/√d_k', '1/d_k'\]"):
         score_scale(64, "sqrt")
-    with pytest.raises(ValueError, match="d_k must be a positive integer"):
-        score_scale(0, "none")
 
 
 def test_random_dot_products_are_seeded_and_have_variance_d_k():
@@ -132,14 +125,3 @@ def test_entropy_gradient_is_finite_where_a_weight_is_zero():
     torch.testing.assert_close(
         weights.grad, torch.tensor([[math.log(2) - 1, math.log(2) - 1, 0.0]], dtype=torch.float64)
     )
-
-
-def test_softmax_helpers_check_their_inputs():
-    with pytest.raises(TypeError, match="weights must be a floating-point"):
-        softmax_entropy(torch.ones(2, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="scores must be"):
-        sharpness(torch.tensor(1.0))
-    with pytest.raises(TypeError, match="d_k"):
-        score_scale(True, "none")
-    with pytest.raises(ValueError, match="scaling must be one of"):
-        score_scale(4, "1/d")

@@ -74,13 +74,24 @@ def test_cached_greedy_decoding_gives_the_logits_of_full_recomputation(fixture, 
     assert len(cached.cross) == T and cached.cross[0][0].shape == (16, 4, 8)
 
 
-def test_greedy_output_stops_at_eos():
-    model = small().eval()
-    src, _ = make_batch("copy", 8, 5, seed=2)
-    out = greedy_decode_cached(model, src, 12).tokens
-    for row in out.tolist():
-        if EOS in row:
-            assert all(t == PAD for t in row[row.index(EOS) + 1 :])
+def test_greedy_output_stops_at_eos_on_a_model_that_writes_it(trained):
+    """The trained model writes EOS (after six digits, or at once for a source it never saw
+    padded): every row must end with EOS, PAD after it, and the cached loop must stop once
+    every row has ended."""
+    model, _ = trained
+    src, _ = make_batch("reverse", 16, 6, min_length=2, seed=2)
+    tokens, _ = greedy_decode(model, src, 12)
+    cached = greedy_decode_cached(model, src, 12)
+    first_eos = []
+    for row in tokens.tolist():
+        assert EOS in row, row
+        first_eos.append(row.index(EOS))
+        assert all(t == PAD for t in row[first_eos[-1] + 1 :]), row
+    assert len(set(first_eos)) > 1  # rows end at different steps
+    assert cached.tokens.shape[1] == max(first_eos) + 1 < 12  # stopped when the last row ended
+    assert torch.equal(cached.tokens, tokens[:, : max(first_eos) + 1])
+    # An untrained model never ends here: the checks above could fail.
+    assert not (greedy_decode(small().eval(), src, 12)[0] == EOS).any(dim=1).all()
 
 
 def pad_prone_model(seed):
@@ -126,14 +137,11 @@ def test_cached_decoding_equals_recomputation_even_when_the_model_writes_pad():
     assert wrote_pad > 40, f"only {wrote_pad} models wrote PAD before their last step"
 
 
-@pytest.mark.parametrize(
-    "max_len, words", [(0, "max_len must be a positive"), (9, "config.max_len = 8")]
-)
-def test_decoding_length_is_checked(max_len, words):
+def test_decoding_past_the_positions_table_is_refused():
     src = torch.full((1, 3), 3)
     for decode in (greedy_decode, greedy_decode_cached):
-        with pytest.raises(ValueError, match=words):
-            decode(pad_prone_model(0), src, max_len)
+        with pytest.raises(ValueError, match=r"need max_len >= 9, but the config has max_len = 8"):
+            decode(pad_prone_model(0), src, 9)
 
 
 def test_a_cache_needs_a_causal_decoder():

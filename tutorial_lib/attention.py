@@ -1,152 +1,71 @@
-"""Scaled dot-product attention and multi-head attention.
+"""Scaled dot-product attention and the one attention layer every model of the book uses
+(chapter Q1). Letters: B batch, T length (T_q queries, T_k keys), D = d_model, H = n_head query
+heads sharing H_kv = n_kv_head key/value heads (G = H / H_kv), d_k and d_v per head.
 
-Dimension letters, fixed book-wide:
-    B    batch size
-    T    sequence length (T_q for queries, T_k for keys and values)
-    D    d_model, the width of the residual stream
-    H    n_head, the number of heads
-    d_k  per-head width of queries and keys
-    d_v  per-head width of values
-
-Mask convention: boolean, True = may attend, as in
-``torch.nn.functional.scaled_dot_product_attention``.
-
-Introduced in chapter Q1 ("Why does each head work in a lower dimension?").
-
-About 400 lines on purpose: this is the one place where scores are made and masks are
-defined and checked (so that no mask is ever misread), and every other module builds on it.
-"""
+A *temperature* divides the scores, a *scale* multiplies them: sqrt(d_k) and 1/sqrt(d_k) in the
+Transformer (chapter Q2 says why). Masks are bool, True = may attend (``tutorial_lib.masks``).
+:class:`Attention` has no residual or norm inside: the layers that use it show both in their
+``forward``; :class:`MultiHeadAttention` is the seed code's interface built on it. Scores are
+made in one place, :meth:`ScaledDotProductAttention.get_scores`, where chapter Q3b's positional
+variants plug in (:mod:`tutorial_lib.positional`)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from .validate import (
-    broadcast_shape,
-    check_int,
-    check_real,
-    check_same_dtype,
-    check_shape,
-    check_tensor,
-    check_tokens,
-    format_shape,
-    to_tensor,
-)
+from .masks import causal_mask, padding_mask
+from .validate import format_shape
 
 __all__ = [
     "format_shape",
-    "check_shape",
     "attention_scores",
+    "require_mask",
     "masked_softmax",
     "scaled_dot_product_attention",
     "ScaledDotProductAttention",
+    "KVCache",
+    "Attention",
     "MultiHeadAttention",
     "causal_mask",
     "padding_mask",
-    "check_mask",
 ]
 
 
-def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        check_tensor(name, t, "float", "(..., T, d), e.g. (B, H, T, d_k)")
-        if t.dim() < 2:
-            raise ValueError(
-                f"{name} must have at least 2 dimensions (..., T, d), e.g. (B, H, T, d_k); "
-                f"got {name} of shape {format_shape(t)}"
-            )
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(
-            f"q, k and v must share one dtype; got q {q.dtype}, k {k.dtype}, v {v.dtype}"
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            "q and k must share their last dimension d_k (a score is a dot product of a "
-            f"query with a key); got q (..., T_q, d_k={q.shape[-1]}) and "
-            f"k (..., T_k, d_k={k.shape[-1]})"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            "k and v must have the same length T_k (one value per key); got "
-            f"k (..., T_k={k.shape[-2]}, d_k) and v (..., T_k={v.shape[-2]}, d_v)"
-        )
-    if broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2]) is None:
-        raise ValueError(
-            "the leading dimensions of q, k and v (e.g. B, H) must match or broadcast; got "
-            f"q {format_shape(q)}, k {format_shape(k)}, v {format_shape(v)}"
-        )
-
-
-def _ambiguous_mask(mask: Tensor, B: int, rank: int) -> ValueError:
-    """The error for a 2-D mask that could be (T_q, T_k) or a (B, T_k) padding mask."""
-    ones = ", ".join(["1"] * (rank - 2))
-    nones = ", ".join(["None"] * (rank - 2))
-    return ValueError(
-        f"a 2-D mask is read as (T_q, T_k), one map shared by every sequence; here B = T_q = {B}, "
-        f"so a (B, T_k) padding mask would have the same shape {format_shape(mask)} and be "
-        f"misread. Give the mask the scores' rank {rank}: mask[{nones}] ({ones}, T_q, T_k) for "
-        f"a map shared by the batch, or padding[:, {nones}] (B, {ones}, T_k) for a padding mask"
-    )
-
-
-def check_mask(mask: Tensor, scores_shape: tuple[int, ...] | torch.Size) -> None:
-    """Raise unless ``mask`` is a bool mask that reads unambiguously against these scores.
-
-    scores: (..., T_q, T_k). The mask has the scores' rank, with each axis equal to the
-    scores' or 1 (so nothing broadcasts the scores into a bigger shape), or it is a
-    2-D (T_q, T_k) map shared by every leading index. A 2-D mask is refused when the
-    batch size B (the first axis) equals T_q: it could then be a (B, T_k) padding mask.
-    """
-    check_tensor("mask", mask, "bool", "(..., T_q, T_k), True = may attend")
-    shape = tuple(scores_shape)
-    rank = len(shape)
-    fits = mask.dim() in (rank, 2) and mask.dim() <= rank
-    if fits:
-        tail = shape[rank - mask.dim() :]
-        fits = all(m in (1, s) for m, s in zip(mask.shape, tail, strict=True))
-    if not fits:
-        raise ValueError(
-            f"mask of shape {format_shape(mask)} does not fit the scores' shape "
-            f"{format_shape(shape)} (..., T_q, T_k): give it the scores' rank, each axis equal "
-            "or 1, or make it 2-D (T_q, T_k). A padding mask is usually (B, 1, 1, T_k) for "
-            "(B, H, T_q, T_k) scores and (B, 1, T_k) for (B, T_q, T_k) scores; a causal mask "
-            "(T_q, T_k)"
-        )
-    if mask.dim() == 2 < rank and shape[0] == shape[-2] == mask.shape[0] > 1:
-        raise _ambiguous_mask(mask, shape[0], rank)
-
-
 def attention_scores(q: Tensor, k: Tensor, scale: float | None = None) -> Tensor:
-    """The one place where attention scores are made: ``scale * q @ k^T``.
-
-    q: (..., T_q, d_k), k: (..., T_k, d_k) -> scores (..., T_q, T_k).
-    ``scale`` defaults to 1/sqrt(d_k) (chapter Q2 says why).
-    """
-    _check_qkv(q, k, k)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_real("scale", scale)
+    """``scale * q @ k^T`` (scale 1/sqrt(d_k) by default): q (..., T_q, d_k), k (..., T_k, d_k)
+    -> scores (..., T_q, T_k)."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     return (q @ k.transpose(-2, -1)) * scale  # (..., T_q, T_k)
 
 
-def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
-    """Softmax over the keys (last axis), with positions where ``mask`` is False removed.
-
-    scores: (..., T_q, T_k); mask: bool, True = may attend, as :func:`check_mask` allows:
-    the scores' rank (each axis equal or 1), or 2-D (T_q, T_k).
-    A query whose row is entirely masked gets all-zero weights (it attends to
-    nothing and so receives nothing), not the NaN that a plain softmax over
-    a row of -inf would give.
-    """
-    check_tensor("scores", scores, "float", "(..., T_q, T_k)")
-    if scores.dim() < 1:
+def require_mask(mask: Tensor, shape: tuple[int, ...] | torch.Size) -> None:
+    """Raise unless ``mask`` reads one way only against scores of this shape (..., T_q, T_k):
+    bool, of their rank with each axis equal or 1 (never making the scores bigger), or 2-D
+    (T_q, T_k) unless B (the first axis) = T_q, where a (B, T_k) padding mask looks the same."""
+    rank, fits = len(shape), mask.dtype == torch.bool and mask.dim() in (2, len(shape))
+    for m, s in zip(mask.shape[::-1], shape[::-1], strict=False):  # from T_k backwards
+        fits = fits and m in (1, s)
+    misread = mask.dim() == 2 < rank and shape[0] == shape[-2] == mask.shape[0] > 1  # B = T_q
+    if not fits or misread:
         raise ValueError(
-            "scores must have at least one axis, the keys (..., T_k); got a 0-D tensor"
+            f"a {mask.dtype} mask {format_shape(mask)} does not read one way against scores "
+            f"{format_shape(shape)} (..., T_q, T_k): make it bool, of their rank, each axis equal "
+            f"or 1 (padding: padding[:, {'None, ' * (rank - 3)}None]), or 2-D (T_q, T_k) unless "
+            "B = T_q, where a (B, T_k) padding mask has that shape too and would be misread"
         )
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Softmax of scores (..., T_q, T_k) over the keys, without those where ``mask`` (as
+    :func:`require_mask` allows) is False. A query that may read nothing gets all-zero weights,
+    not the NaN of a softmax over a row of -inf."""
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    check_mask(mask, scores.shape)
+    require_mask(mask, scores.shape)
     any_allowed = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
     # Rows with nothing allowed get finite scores, so softmax stays NaN-free; they are zeroed below.
     scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_allowed, 0.0)
@@ -154,49 +73,41 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def scaled_dot_product_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | None = None,
-    scale: float | None = None,
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, scale: float | None = None
 ) -> tuple[Tensor, Tensor]:
     r"""Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, returning the weights too.
 
-    Args:
-        q: (..., T_q, d_k) queries, usually (B, H, T_q, d_k).
-        k: (..., T_k, d_k) keys.
-        v: (..., T_k, d_v) values.
-        mask: bool, True = may attend: the scores' rank, e.g. (B, 1, 1, T_k) for padding
-            with (B, H, T_q, T_k) scores, or 2-D (T_q, T_k); see :func:`check_mask`.
-        scale: multiplies the scores; defaults to 1/sqrt(d_k).
-
-    Returns:
-        output (..., T_q, d_v) and weights (..., T_q, T_k). A fully masked
-        query row has zero weights and a zero output.
+    q (..., T_q, d_k), usually (B, H, T_q, d_k); k (..., T_k, d_k); v (..., T_k, d_v); mask
+    bool, True = may attend, e.g. (B, 1, 1, T_k) for padding, or (T_q, T_k) (see
+    :func:`require_mask`); scale multiplies the scores (1/sqrt(d_k) by default) -> output
+    (..., T_q, d_v), weights (..., T_q, T_k). A query that may read nothing outputs zeros.
     """
-    _check_qkv(q, k, v)
-    scores = attention_scores(q, k, scale)  # (..., T_q, T_k)
-    weights = masked_softmax(scores, mask)  # (..., T_q, T_k)
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            "attention takes q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); got "
+            f"q {format_shape(q)}, k {format_shape(k)}, v {format_shape(v)}"
+        )
+    weights = masked_softmax(attention_scores(q, k, scale), mask)  # (..., T_q, T_k)
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
 class ScaledDotProductAttention(nn.Module):
     """Module form with the seed code's interface: ``temperature`` divides the scores.
 
-    ``forward(q, k, v, mask=None) -> (output, attn)``; shapes as in
-    :func:`scaled_dot_product_attention`. Dropout acts on the weights, as in
-    the Transformer paper. Subclasses change how scores are made by
-    overriding :meth:`get_scores` (the positional-encoding chapters do).
-    The last weights are kept in ``self.attn`` for plotting.
+    ``forward(q, k, v, mask=None) -> (output, weights)``, shapes as in
+    :func:`scaled_dot_product_attention`. ``attn_dropout`` zeroes weights while training, as the
+    seed code does: tensor2tensor's ``attention_dropout``, not the paper's, whose section 5.4
+    drops sub-layer outputs and embedding sums. Subclasses change how scores are made in
+    :meth:`get_scores` (chapter Q3b's do). The last weights are kept in ``self.weights``.
     """
 
     def __init__(self, temperature: float, attn_dropout: float = 0.1):
         super().__init__()
-        self.temperature = check_real(
-            "temperature", temperature, above=0, why="(usually sqrt(d_k))"
-        )
-        self.dropout = nn.Dropout(check_real("attn_dropout", attn_dropout, minimum=0, maximum=1))
-        self.attn: Tensor | None = None
+        if not temperature > 0:  # NaN fails this too: a NaN makes every weight NaN
+            raise ValueError(f"temperature divides the scores: it must be > 0; got {temperature}")
+        self.temperature = temperature
+        self.dropout = nn.Dropout(attn_dropout)
+        self.weights: Tensor | None = None
 
     def get_scores(self, q: Tensor, k: Tensor) -> Tensor:
         """q (..., T_q, d_k), k (..., T_k, d_k) -> scores (..., T_q, T_k)."""
@@ -205,81 +116,159 @@ class ScaledDotProductAttention(nn.Module):
     def forward(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        _check_qkv(q, k, v)
         scores = self.get_scores(q, k)  # (..., T_q, T_k)
         weights = self.dropout(masked_softmax(scores, mask))  # (..., T_q, T_k)
-        self.attn = weights.detach()
+        self.weights = weights.detach()
         return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
-def _mha_mask(mask: Tensor | None, B: int, T_q: int, T_k: int) -> Tensor | None:
-    """``mask`` for :class:`MultiHeadAttention` as a 3-D (B or 1, T_q or 1, T_k) tensor."""
-    if mask is None:
-        return None
-    check_tensor("mask", mask, "bool", "(B, T_q, T_k) or (T_q, T_k), True = may attend")
-    if mask.dim() == 2 and mask.shape[-1] == T_k and mask.shape[0] == B != T_q:
-        raise ValueError(
-            f"a 2-D mask is read as (T_q, T_k) = ({T_q}, {T_k}), shared by every sequence; got "
-            f"mask of shape {format_shape(mask)}, which looks like a (B, T_k) padding mask: pass "
-            "it as key_padding_mask=, or as mask[:, None] (B, 1, T_k)"
-        )
-    full = (B, T_q, T_k)
-    fits = mask.dim() in (2, 3) and all(
-        m in (1, s) for m, s in zip(mask.shape, full[3 - mask.dim() :], strict=True)
-    )
-    if not fits:
-        raise ValueError(
-            f"mask must broadcast to (B, T_q, T_k) = ({B}, {T_q}, {T_k}) with the same rank: "
-            "3-D, e.g. (B, 1, T_k) for padding, or 2-D (T_q, T_k) for a causal mask; "
-            f"got mask of shape {format_shape(mask)}"
-        )
-    if mask.dim() == 2 and B == T_q == mask.shape[0] > 1:
-        raise _ambiguous_mask(mask, B, 3)
-    return mask if mask.dim() == 3 else mask.unsqueeze(0)  # (B or 1, T_q or 1, T_k)
+@dataclass
+class KVCache:
+    """The keys k (B, H_kv, t, d_k) and values v (B, H_kv, t, d_v) an :class:`Attention` has
+    seen so far, as :meth:`Attention.project_kv` makes them: before any rotation (one turns them
+    as the scores are made, at each step's length), one per key/value head (H / H_kv times
+    fewer numbers than one per query head)."""
+
+    k: Tensor | None = None
+    v: Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Add new positions k (B, H_kv, T, d_k), v (B, H_kv, T, d_v); return all of them."""
+        if self.k is not None:
+            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)  # (B, H_kv, t, d)
+        self.k, self.v = k, v
+        return k, v
+
+    def reorder(self, index: Tensor) -> None:
+        """Row b takes row ``index[b]``'s past (beam search moves hypotheses onto parents)."""
+        self.k, self.v = self.k[index], self.v[index]
 
 
-class MultiHeadAttention(nn.Module):
-    """Multi-head attention with the seed code's interface (post-LayerNorm, residual inside).
+class Attention(nn.Module):
+    r"""Attention with H query heads sharing H_kv key/value heads; no residual, no norm inside:
+    out = W^O concat(head_1, ..., head_H), head_h = softmax(q_h k_g^T / sqrt(d_k)) v_g,
+    where query head h reads key/value head g = h // G, G = H / H_kv. ``n_kv_head`` None (or
+    ``n_head``): multi-head attention (Vaswani et al. 2017); 1: multi-query attention (Shazeer
+    2019); in between: grouped-query attention (Ainslie et al. 2023). d_k, d_v default to D / H.
+    Projections ``w_q`` (D -> H d_k), ``w_k`` (D -> H_kv d_k), ``w_v`` (D -> H_kv d_v), ``w_o``
+    (H d_v -> D), bias-free as in the seed code; ``attention`` makes the scores and weights
+    (:func:`tutorial_lib.positional.with_positions` swaps it); ``dropout`` acts on the weights.
+    """
 
-    MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O,
-    head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
+    def __init__(
+        self,
+        d_model: int,
+        n_head: int,
+        n_kv_head: int | None = None,
+        d_k: int | None = None,
+        d_v: int | None = None,
+        *,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        n_kv_head = n_head if n_kv_head is None else n_kv_head
+        if n_head % n_kv_head:  # every key/value head serves a group of G query heads
+            raise ValueError(f"n_head = {n_head} must be a multiple of n_kv_head = {n_kv_head}")
+        if d_model % n_head and None in (d_k, d_v):
+            raise ValueError(f"D = {d_model} does not split into H = {n_head} heads; pass d_k, d_v")
+        self.d_model, self.n_head, self.n_kv_head = d_model, n_head, n_kv_head
+        self.d_k = d_model // n_head if d_k is None else d_k
+        self.d_v = d_model // n_head if d_v is None else d_v
+        self.w_q = nn.Linear(d_model, n_head * self.d_k, bias=False)
+        self.w_k = nn.Linear(d_model, n_kv_head * self.d_k, bias=False)
+        self.w_v = nn.Linear(d_model, n_kv_head * self.d_v, bias=False)
+        self.w_o = nn.Linear(n_head * self.d_v, d_model, bias=False)
+        self.attention = ScaledDotProductAttention(self.d_k**0.5, attn_dropout=dropout)
 
-    ``forward(q, k, v, mask=None, key_padding_mask=None) -> (output, attn)``:
-        q: (B, T_q, D), k and v: (B, T_k, D);
-        mask: bool, True = may attend: (B, T_q, T_k), (B, 1, T_k) for padding, or a
-        2-D (T_q, T_k) map shared by every sequence (a causal mask). A 2-D mask is never
-        read as (B, T_k): it is refused when B = T_q, where the two cannot be told apart;
-        key_padding_mask: bool (B, T_k), True = a real key, as ``torch.nn.MultiheadAttention``
-        takes it (where True means padding instead). Both masks are shared by every head
-        and combined with AND.
-        output: LayerNorm(q + dropout(W^O concat(heads))), (B, T_q, D);
-        attn: (B, H, T_q, T_k).
+    def forward(
+        self,
+        x: Tensor,
+        context: Tensor | None = None,
+        mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """x (B, T_q, D), keys and values from context (B, T_k, D) (None: x) -> out (B, T_q, D),
+        weights (B, H, T_q, T_k). mask, bool and shared by the heads: (B, T_q, T_k), (B, 1, T_k)
+        or (T_q, T_k) (not when B = T_q: see :func:`require_mask`). cache: context's keys and
+        values join it and the queries read every position it holds."""
+        context = x if context is None else context
+        self._require_inputs(x, context, context, mask, 0 if cache is None else len(cache))
+        k, v = self.project_kv(context)  # (B, H_kv, T_k, d_k), (B, H_kv, T_k, d_v)
+        if cache is not None:
+            k, v = cache.append(k, v)  # every position so far
+        return self.attend(x, k, v, mask)
 
-    The H per-head projections W_i^Q (D x d_k) are stored side by side as one
-    Linear ``w_qs`` of shape (H*d_k, D): one big matrix multiply instead of H
-    small ones, which chapter Q1 shows gives the same numbers.
+    def _require_inputs(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, past: int = 0):
+        """Raise unless q (B, T_q, D), k and v (B, T_k, D) and a mask (B, T_q, T_k) fit."""
+        if k.shape != v.shape or not q.shape[::2] == k.shape[::2] == (len(q), self.d_model):
+            raise ValueError(
+                f"{type(self).__name__} takes queries (B, T_q, D), keys and values (B, T_k, D), D "
+                f"= {self.d_model}; got {format_shape(q)}, {format_shape(k)}, {format_shape(v)}"
+            )
+        if mask is not None:
+            require_mask(mask, (len(q), q.shape[1], past + k.shape[1]))
+
+    def project_kv(self, k: Tensor, v: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Steps 1 and 2 for keys and values: k (B, T_k, D) and v (B, T_k, D) (None: k) ->
+        k (B, H_kv, T_k, d_k), v (B, H_kv, T_k, d_v), what a :class:`KVCache` keeps."""
+        v = k if v is None else v
+        B, T_k = k.shape[0], k.shape[1]
+        # 1. Project, then read the last axis as H_kv heads of width d_k (or d_v).
+        k = self.w_k(k).view(B, T_k, self.n_kv_head, self.d_k)  # (B, T_k, H_kv, d_k)
+        v = self.w_v(v).view(B, T_k, self.n_kv_head, self.d_v)  # (B, T_k, H_kv, d_v)
+        # 2. Put heads next to the batch so each head attends on its own.
+        return k.transpose(1, 2), v.transpose(1, 2)  # (B, H_kv, T_k, d_k), (B, H_kv, T_k, d_v)
+
+    def attend(
+        self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Steps 1 to 5 for the queries of x (B, T_q, D); k, v from :meth:`project_kv`; a checked
+        mask -> out (B, T_q, D), weights (B, H, T_q, T_k)."""
+        B, T_q, H = x.shape[0], x.shape[1], self.n_head
+        # 1 and 2 for the queries: project, split into heads, heads next to the batch.
+        q = self.w_q(x).view(B, T_q, H, self.d_k).transpose(1, 2)  # (B, H, T_q, d_k)
+        # 3. One mask for every head; each key/value head serves the G query heads of its group.
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)  # (B, 1, T_q, T_k) or (B, 1, 1, T_k); (T_q, T_k) broadcasts
+        if self.n_kv_head != H:  # query head h reads key/value head h // G
+            k = k.repeat_interleave(H // self.n_kv_head, dim=1)  # (B, H, T_k, d_k)
+            v = v.repeat_interleave(H // self.n_kv_head, dim=1)  # (B, H, T_k, d_v)
+        # 4. Attention in every head at once.
+        out, weights = self.attention(q, k, v, mask=mask)  # (B, H, T_q, d_v), (B, H, T_q, T_k)
+        # 5. Concatenate the heads and mix them with W^O.
+        out = out.transpose(1, 2).contiguous().view(B, T_q, H * self.d_v)  # (B, T_q, H*d_v)
+        return self.w_o(out), weights  # (B, T_q, D), (B, H, T_q, T_k)
+
+
+_SEED_NAMES = {"w_q": "w_qs", "w_k": "w_ks", "w_v": "w_vs", "w_o": "fc"}
+
+
+class MultiHeadAttention(Attention):
+    """The seed code's multi-head attention: :class:`Attention` with the residual and a
+    LayerNorm inside (post-LN). MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O.
+    ``forward(q (B, T_q, D), k (B, T_k, D), v (B, T_k, D), mask=None, real_keys=None)`` ->
+    output LayerNorm(q + dropout(W^O concat(heads))) (B, T_q, D), weights (B, H, T_q, T_k).
+    mask as :meth:`Attention.forward` takes it; real_keys bool (B, T_k), True at the keys a
+    query may read (PyTorch's ``key_padding_mask`` means the opposite), ANDed with mask.
+    ``w_qs``, ``w_ks``, ``w_vs``, ``fc`` are the seed's names for ``w_q``, ``w_k``, ``w_v``,
+    ``w_o``; ``w_qs`` (H*d_k, D) holds the H per-head W_i^Q side by side (chapter Q1).
     """
 
     def __init__(self, n_head: int, d_model: int, d_k: int, d_v: int, dropout: float = 0.1):
-        super().__init__()
-        self.n_head = n_head = check_int("n_head", n_head, why="(H, the number of heads)")
-        self.d_model = d_model = check_int("d_model", d_model, why="(D)")
-        self.d_k = d_k = check_int("d_k", d_k)
-        self.d_v = d_v = check_int("d_v", d_v)
-        dropout = check_real("dropout", dropout, minimum=0, maximum=1)
-
-        self.w_qs = nn.Linear(d_model, n_head * d_k, bias=False)
-        self.w_ks = nn.Linear(d_model, n_head * d_k, bias=False)
-        self.w_vs = nn.Linear(d_model, n_head * d_v, bias=False)
-        self.fc = nn.Linear(n_head * d_v, d_model, bias=False)
-
-        self.attention = ScaledDotProductAttention(temperature=d_k**0.5, attn_dropout=dropout)
+        super().__init__(d_model, n_head, d_k=d_k, d_v=d_v, dropout=dropout)
+        for ours, seed in _SEED_NAMES.items():  # the seed's names, so its weights load as they are
+            self.add_module(seed, self._modules.pop(ours))
         self.dropout = nn.Dropout(dropout)
         self.layer_norm = nn.LayerNorm(d_model, eps=1e-6)
 
-    def _check_tokens(self, name: str, t: Tensor) -> None:
-        check_tokens(t, self.d_model, "MultiHeadAttention", name)
-        check_same_dtype(name, t, self.w_qs.weight, "MultiHeadAttention")
+    # Attention's names read the seed's modules (properties: a plain alias would register twice).
+    w_q = property(lambda self: self.w_qs)
+    w_k = property(lambda self: self.w_ks)
+    w_v = property(lambda self: self.w_vs)
+    w_o = property(lambda self: self.fc)
 
     def forward(
         self,
@@ -287,126 +276,25 @@ class MultiHeadAttention(nn.Module):
         k: Tensor,
         v: Tensor,
         mask: Tensor | None = None,
-        key_padding_mask: Tensor | None = None,
+        real_keys: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        """q (B, T_q, D), k and v (B, T_k, D), masks as in the class docstring ->
-        output (B, T_q, D), attn (B, H, T_q, T_k)."""
-        for name, t in (("q", q), ("k", k), ("v", v)):
-            self._check_tokens(name, t)
-        if not (q.shape[0] == k.shape[0] == v.shape[0]):
-            raise ValueError(
-                "q, k and v must share the batch size B; got "
-                f"q {format_shape(q)}, k {format_shape(k)}, v {format_shape(v)}"
-            )
-        if k.shape[1] != v.shape[1]:
-            raise ValueError(
-                "k and v must have the same length T_k; got "
-                f"k {format_shape(k)} and v {format_shape(v)}"
-            )
-        B, T_q, T_k = q.shape[0], q.shape[1], k.shape[1]
-        mask = _mha_mask(mask, B, T_q, T_k)  # (B or 1, T_q or 1, T_k)
-        if key_padding_mask is not None:
-            check_tensor("key_padding_mask", key_padding_mask, "bool", "(B, T_k), True = real")
-            if tuple(key_padding_mask.shape) != (B, T_k):
-                raise ValueError(
-                    f"key_padding_mask must be (B, T_k) = ({B}, {T_k}), True at real keys; "
-                    f"got key_padding_mask of shape {format_shape(key_padding_mask)}"
-                )
-            keys = key_padding_mask.unsqueeze(1)  # (B, 1, T_k)
+        """The seed's call, q (B, T_q, D), k and v (B, T_k, D): see the class docstring."""
+        self._require_inputs(q, k, v, mask)
+        if real_keys is not None:
+            require_mask(real_keys, k.shape[:2])  # (B, T_k), True at the keys a query may read
+            keys = real_keys.unsqueeze(1)  # (B, 1, T_k)
             mask = keys if mask is None else mask & keys
-        k, v = self.project_kv(k, v)  # (B, H, T_k, d_k), (B, H, T_k, d_v)
-        return self.attend(q, k, v, mask)
-
-    def project_kv(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Steps 1 and 2 for keys and values: k (B, T_k, D), v (B, T_k, D) ->
-        k (B, H, T_k, d_k), v (B, H, T_k, d_v).
-
-        A decoder that caches keys and values (chapter Q5) calls this once per new token.
-        """
-        self._check_tokens("k", k)
-        self._check_tokens("v", v)
-        if k.shape[:2] != v.shape[:2]:
-            raise ValueError(
-                f"k and v must share (B, T_k); got k {format_shape(k)} and v {format_shape(v)}"
-            )
-        B, T_k, H = k.size(0), k.size(1), self.n_head
-        # 1. Project, then read the last axis as H heads of width d_k (or d_v).
-        k = self.w_ks(k).view(B, T_k, H, self.d_k)  # (B, T_k, H, d_k)
-        v = self.w_vs(v).view(B, T_k, H, self.d_v)  # (B, T_k, H, d_v)
-        # 2. Put heads next to the batch so each head attends on its own.
-        return k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T_k, d_k), (B, H, T_k, d_v)
-
-    def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
-    ) -> tuple[Tensor, Tensor]:
-        """Steps 1 to 6 for the queries q (B, T_q, D), given keys k (B, H, T_k, d_k) and
-        values v (B, H, T_k, d_v) already projected by :meth:`project_kv`; mask as in
-        :meth:`forward`.
-
-        Returns output (B, T_q, D) and attn (B, H, T_q, T_k).
-        """
-        self._check_tokens("q", q)
-        B, T_q, H, d_v = q.size(0), q.size(1), self.n_head, self.d_v
-        for name, t, d in (("k", k, self.d_k), ("v", v, d_v)):
-            check_tensor(name, t, "float", "(B, H, T_k, d), projected by project_kv")
-            if t.dim() != 4 or t.shape[0] != B or t.shape[1] != H or t.shape[3] != d:
-                raise ValueError(
-                    f"attend takes {name} already projected by project_kv: (B, H, T_k, "
-                    f"{'d_k' if name == 'k' else 'd_v'}) = ({B}, {H}, T_k, {d}); "
-                    f"got {name} of shape {format_shape(t)}"
-                )
-        if k.shape[2] != v.shape[2]:
-            raise ValueError(
-                f"k and v must share T_k; got k {format_shape(k)}, v {format_shape(v)}"
-            )
-        mask = _mha_mask(mask, B, T_q, k.shape[2])
         residual = q
-
-        # 1 and 2 for the queries: project, split into heads, heads next to the batch.
-        q = self.w_qs(q).view(B, T_q, H, self.d_k).transpose(1, 2)  # (B, H, T_q, d_k)
-
-        # 3. One mask for every head.
-        if mask is not None:
-            mask = mask.unsqueeze(1)  # (B, 1, T_q, T_k) or (B, 1, 1, T_k)
-
-        # 4. Attention in every head at once.
-        out, attn = self.attention(q, k, v, mask=mask)  # (B, H, T_q, d_v), (B, H, T_q, T_k)
-
-        # 5. Concatenate the heads and mix them with W^O.
-        out = out.transpose(1, 2).contiguous().view(B, T_q, H * d_v)  # (B, T_q, H*d_v)
-        out = self.dropout(self.fc(out))  # (B, T_q, D)
+        k, v = self.project_kv(k, v)  # (B, H, T_k, d_k), (B, H, T_k, d_v)
+        out, weights = self.attend(q, k, v, mask)  # (B, T_q, D), (B, H, T_q, T_k)
 
         # 6. Residual, then LayerNorm (post-LN, as in the paper and the seed code).
-        out = self.layer_norm(out + residual)  # (B, T_q, D)
-        return out, attn
+        return self.layer_norm(self.dropout(out) + residual), weights  # (B, T_q, D)
 
 
-def causal_mask(T_q: int, T_k: int | None = None, device=None) -> Tensor:
-    """(T_q, T_k) bool, True where query i may attend to key j, i.e. j <= i.
+def __getattr__(name: str):
+    if name == "check_shape":  # chapters Q0, Q1 and Q4 import it from here; it is a check
+        from .checks.shapes import check_shape
 
-    With T_k > T_q (the queries are the last T_q positions, as when decoding
-    with a cache) query i sits at position T_k - T_q + i.
-    """
-    T_q = check_int("T_q", T_q, minimum=0)
-    T_k = T_q if T_k is None else check_int("T_k", T_k, minimum=0)
-    if T_k < T_q:
-        raise ValueError(
-            f"causal_mask needs T_q <= T_k (queries are the last T_q of T_k positions); "
-            f"got T_q={T_q}, T_k={T_k}"
-        )
-    return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(diagonal=T_k - T_q)
-
-
-def padding_mask(lengths: Tensor | list[int], T: int) -> Tensor:
-    """(B, 1, T) bool, True at the real (non-padding) tokens of each sequence.
-
-    The shape broadcasts over queries for :class:`MultiHeadAttention`; add a
-    head axis (``mask[:, None]``, giving (B, 1, 1, T)) for the functional form.
-    """
-    T = check_int("T", T, minimum=0)
-    lengths = to_tensor("lengths", lengths, "integer", "(B,), one length per sequence")
-    if lengths.dim() != 1:
-        raise ValueError(f"lengths must be 1-D (B,); got shape {format_shape(lengths)}")
-    if (lengths < 0).any() or (lengths > T).any():
-        raise ValueError(f"every length must be between 0 and T={T}; got {lengths.tolist()}")
-    return (torch.arange(T) < lengths[:, None]).unsqueeze(1)  # (B, 1, T)
+        return check_shape
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,6 @@ from torch import Tensor
 
 from .data import BOS, EOS, PAD, teacher_forcing
 from .model import Transformer
-from .validate import check_int, check_real, check_same_batch, check_tensor
 
 __all__ = [
     "greedy_decode",
@@ -28,20 +27,6 @@ __all__ = [
     "teacher_forced_accuracy",
     "sequence_accuracy",
 ]
-
-
-def _check_decoding(model: Transformer, src: Tensor, max_len: int) -> int:
-    """max_len as an int after checking the model, and that its positions reach that far."""
-    if not isinstance(model, Transformer):
-        raise TypeError(f"model must be a Transformer; got {type(model).__name__}")
-    max_len = check_int("max_len", max_len, why="(decoding steps)")
-    if max_len > model.config.max_len:
-        raise ValueError(
-            f"max_len = {max_len} decoding steps need {max_len} positions, but the model's "
-            f"config.max_len = {model.config.max_len}"
-        )
-    check_tensor("src", src, "integer", "(B, T_src) token ids")
-    return max_len
 
 
 def _finish(out: Tensor) -> Tensor:
@@ -59,7 +44,6 @@ def greedy_decode(model: Transformer, src: Tensor, max_len: int) -> tuple[Tensor
     Every token the model emits is fed back as it is: a PAD it writes is read as padding
     (masked), exactly as :meth:`tutorial_lib.model.Transformer.decode` reads any PAD in its input.
     """
-    max_len = _check_decoding(model, src, max_len)
     model.eval()
     memory, src_mask = model.encode(src)
     B = src.shape[0]
@@ -93,7 +77,6 @@ def greedy_decode_cached(model: Transformer, src: Tensor, max_len: int) -> Decod
     :func:`greedy_decode` for every step it takes; it stops early once every row has ended,
     where :func:`greedy_decode` goes on to ``max_len`` (the extra columns are all PAD).
     """
-    max_len = _check_decoding(model, src, max_len)
     if not model.config.causal:
         raise ValueError(
             "a KV cache reproduces full recomputation only for a causal decoder (config.causal="
@@ -124,7 +107,6 @@ def teacher_forced_accuracy(model: Transformer, src: Tensor, tgt: Tensor) -> flo
     right given the true prefix, greedy decoding feeds itself exactly that prefix, step after
     step; and at the first wrong guess greedy decoding goes wrong too. A test checks it.
     """
-    check_same_batch("src", src, "tgt", tgt)
     model.eval()
     dec_in, dec_target = teacher_forcing(tgt)  # (B, T+1), (B, T+1)
     guess = model(src, dec_in).argmax(-1)  # (B, T+1)
@@ -134,8 +116,6 @@ def teacher_forced_accuracy(model: Transformer, src: Tensor, tgt: Tensor) -> flo
 
 def sequence_accuracy(model: Transformer, src: Tensor, tgt: Tensor) -> float:
     """Fraction of rows whose greedy output is exactly the target followed by EOS."""
-    check_tensor("src", src, "integer", "(B, T_src) token ids")
-    check_same_batch("src", src, "tgt", tgt)
     expected = teacher_forcing(tgt)[1]  # (B, T+1): the answer, then EOS, then PAD
     if model.config.causal:
         out = greedy_decode_cached(model, src, expected.shape[1]).tokens
@@ -154,16 +134,6 @@ def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
     favoured; the paper's setting is alpha = 0.6. len(Y) counts the generated tokens, EOS
     included.
     """
-    alpha = check_real("alpha", alpha, minimum=0, why="(GNMT's length penalty; the paper's 0.6)")
-    if isinstance(length, Tensor):
-        check_tensor("length", length, "real", "of lengths >= 1 (generated tokens, EOS included)")
-        if not bool((length >= 1).all()):  # NaN fails this too
-            raise ValueError(
-                "length must count the generated tokens, EOS included: every entry >= 1; got "
-                f"entries {length.min().item():g}..{length.max().item():g}"
-            )
-    else:
-        length = check_int("length", length, why="(generated tokens, EOS included)")
     return ((5 + length) / 6) ** alpha
 
 
@@ -197,11 +167,11 @@ def beam_search(
     exact best under the same score (a test checks this against brute force). Runs on the
     KV cache of :func:`greedy_decode_cached`; src (B, T_src).
     """
-    max_len = _check_decoding(model, src, max_len)
-    if not model.config.causal:
-        raise ValueError("beam search decodes with a KV cache, which needs config.causal=True")
-    beam_size = check_int("beam_size", beam_size, why="(hypotheses kept per source row)")
-    alpha = check_real("alpha", alpha, minimum=0, why="(GNMT's length penalty; the paper's 0.6)")
+    if not model.config.causal or not alpha >= 0:
+        raise ValueError(
+            "beam search decodes with a KV cache, which needs config.causal=True, and stops early "
+            f"on a bound that needs alpha >= 0; got causal={model.config.causal}, alpha={alpha}"
+        )
     model.eval()
     B, k = src.shape[0], beam_size
     memory, src_mask = model.encode(src)  # (B, T_src, D), (B, 1, T_src)
@@ -250,7 +220,7 @@ def beam_search(
         alive_tokens = torch.cat([alive_tokens[rows, origin], new[..., None]], dim=2)
         index = (rows * k + origin).flatten()  # (B*k,): each new beam's parent row
         for cache in caches:
-            cache.self_k, cache.self_v = cache.self_k[index], cache.self_v[index]
+            cache.reorder(index)  # keys, values and which of them are padding, together
         token = new.reshape(B * k, 1)
         bound = alive_logp.max(dim=1).values / length_penalty(max_len, alpha)  # (B,)
         if bool((best.scores >= bound).all()):

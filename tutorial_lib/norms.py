@@ -24,16 +24,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .validate import (
-    check_bool,
-    check_int,
-    check_padding_mask,
-    check_real,
-    check_tokens,
-    format_shape,
-)
+from .validate import format_shape
 
-__all__ = ["LayerNorm", "BatchNorm", "RMSNorm", "check_tokens", "check_padding_mask"]
+__all__ = ["LayerNorm", "BatchNorm", "RMSNorm"]
 
 
 def _compute_dtype(x: Tensor) -> torch.dtype:
@@ -42,9 +35,10 @@ def _compute_dtype(x: Tensor) -> torch.dtype:
     return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
 
 
-def _check_sizes(d_model: int, eps: float) -> tuple[int, float]:
-    # eps > 0: with eps = 0 a token (or feature) whose values are all equal gives 0/0 = NaN.
-    return check_int("d_model", d_model, why="(D)"), check_real("eps", eps, above=0)
+def _require_eps(eps: float) -> float:
+    if not eps >= 0:  # NaN fails this too: a negative eps makes the square root of a small var NaN
+        raise ValueError(f"eps is added to a variance before its square root: eps >= 0; got {eps}")
+    return eps
 
 
 class LayerNorm(nn.Module):
@@ -54,21 +48,18 @@ class LayerNorm(nn.Module):
     with the biased variance (divide by D), as ``nn.LayerNorm(D)``.
 
     ``forward(x, mask=None)``: x (B, T, D) -> (B, T, D). ``mask`` (B, T) is
-    checked and then ignored: a token's output depends on that token alone,
-    so padding can never leak into a real token's statistics.
+    ignored: a token's output depends on that token alone, so padding can never leak into a
+    real token's statistics. (eps = 0 is allowed, as in PyTorch: a constant token is then 0/0.)
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5, elementwise_affine: bool = True):
         super().__init__()
-        self.d_model, self.eps = _check_sizes(d_model, eps)
-        affine = check_bool("elementwise_affine", elementwise_affine)
-        self.weight = nn.Parameter(torch.ones(self.d_model)) if affine else None
-        self.bias = nn.Parameter(torch.zeros(self.d_model)) if affine else None
+        self.d_model, self.eps = d_model, _require_eps(eps)
+        self.weight = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None
+        self.bias = nn.Parameter(torch.zeros(d_model)) if elementwise_affine else None
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (B, T, D), mask bool (B, T) or None (checked, then ignored) -> (B, T, D), x's dtype."""
-        check_tokens(x, self.d_model, "LayerNorm")
-        check_padding_mask(mask, x, "LayerNorm")
+        """x (B, T, D), mask bool (B, T) or None (ignored) -> (B, T, D), x's dtype."""
         h = x.to(_compute_dtype(x))
         mean = h.mean(dim=-1, keepdim=True)  # (B, T, 1): one mean per token
         var = h.var(dim=-1, unbiased=False, keepdim=True)  # (B, T, 1)
@@ -89,20 +80,17 @@ class RMSNorm(nn.Module):
     No centring and no bias, so ``RMSNorm(x @ Q) = RMSNorm(x) @ Q`` for any
     orthogonal Q (D x D) when weight is all ones: the property SliceGPT uses.
 
-    ``forward(x, mask=None)``: x (B, T, D) -> (B, T, D); ``mask`` is checked and
-    ignored, as in :class:`LayerNorm`.
+    ``forward(x, mask=None)``: x (B, T, D) -> (B, T, D); ``mask`` is ignored, as in
+    :class:`LayerNorm`.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-6, elementwise_affine: bool = True):
         super().__init__()
-        self.d_model, self.eps = _check_sizes(d_model, eps)
-        affine = check_bool("elementwise_affine", elementwise_affine)
-        self.weight = nn.Parameter(torch.ones(self.d_model)) if affine else None
+        self.d_model, self.eps = d_model, _require_eps(eps)
+        self.weight = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (B, T, D), mask bool (B, T) or None (checked, then ignored) -> (B, T, D), x's dtype."""
-        check_tokens(x, self.d_model, "RMSNorm")
-        check_padding_mask(mask, x, "RMSNorm")
+        """x (B, T, D), mask bool (B, T) or None (ignored) -> (B, T, D), x's dtype."""
         h = x.to(_compute_dtype(x))
         mean_square = h.pow(2).mean(dim=-1, keepdim=True)  # (B, T, 1): one per token
         x_hat = h * torch.rsqrt(mean_square + self.eps)  # (B, T, D)
@@ -151,12 +139,8 @@ class BatchNorm(nn.Module):
         track_running_stats: bool = True,
     ):
         super().__init__()
-        self.d_model, self.eps = d_model, eps = _check_sizes(d_model, eps)
-        if momentum is not None:
-            momentum = check_real("momentum", momentum, minimum=0, maximum=1, why="or None")
-        self.momentum = momentum
-        affine = check_bool("affine", affine)
-        self.track_running_stats = check_bool("track_running_stats", track_running_stats)
+        self.d_model, self.eps = d_model, _require_eps(eps)
+        self.momentum, self.track_running_stats = momentum, track_running_stats
         self.weight = nn.Parameter(torch.ones(d_model)) if affine else None
         self.bias = nn.Parameter(torch.zeros(d_model)) if affine else None
         if self.track_running_stats:
@@ -171,8 +155,7 @@ class BatchNorm(nn.Module):
 
         In float32 for float16 and bfloat16 tokens, else in x's dtype.
         """
-        check_tokens(x, self.d_model, "BatchNorm")
-        check_padding_mask(mask, x, "BatchNorm")
+        self._require_inputs(x, mask)
         x = x.to(_compute_dtype(x))
         if mask is None:
             n = x.shape[0] * x.shape[1]
@@ -180,8 +163,6 @@ class BatchNorm(nn.Module):
             var = x.var(dim=(0, 1), unbiased=False)  # (D,)
             return mean, var, n
         n = int(mask.sum())
-        if n == 0:
-            raise ValueError("BatchNorm: the padding mask marks no real token (mask is all False)")
         keep = mask.unsqueeze(-1)  # (B, T, 1)
         # where(), not multiply, and before any arithmetic: a padded value may be anything,
         # even NaN, and 0 * NaN is NaN (in the forward pass and in the backward pass).
@@ -195,17 +176,15 @@ class BatchNorm(nn.Module):
         use_batch = self.training or not self.track_running_stats
         if use_batch:
             mean, var, n = self.batch_statistics(x, mask)
-            if self.training and n < 2:
+            if n < 2 and (self.training or n == 0):  # 0 tokens: 0/0; 1 token: a variance of 0
                 raise ValueError(
-                    "BatchNorm needs more than one (real) token per feature when training, "
-                    f"to estimate a variance; got x of shape {format_shape(x)} "
-                    f"with {n} real token(s)"
+                    "BatchNorm needs more than one (real) token per feature to estimate a variance "
+                    f"from the batch; got x of shape {format_shape(x)} with {n} real token(s)"
                 )
             if self.training and self.track_running_stats:
                 self._update_running_statistics(mean, var, n)
         else:
-            check_tokens(x, self.d_model, "BatchNorm")
-            check_padding_mask(mask, x, "BatchNorm")
+            self._require_inputs(x, mask)
             mean, var = self.running_mean, self.running_var
         h = x.to(_compute_dtype(x))
         mean, var = mean.to(h.dtype), var.to(h.dtype)
@@ -219,6 +198,20 @@ class BatchNorm(nn.Module):
         bias = None if self.bias is None else self.bias.detach()
         padded = self._normalise(h, mean.detach(), var.detach(), weight, bias)  # (B, T, D)
         return torch.where(keep, real, padded).to(x.dtype)
+
+    def _require_inputs(self, x: Tensor, mask: Tensor | None) -> None:
+        """x (B, T, D) tokens and a bool mask (B, T): a (N, D) x or a (B, 1) mask would not fail
+        but would mix the statistics of other axes."""
+        if (
+            x.dim() != 3
+            or x.shape[-1] != self.d_model
+            or not (mask is None or (mask.dtype == torch.bool and mask.shape == x.shape[:2]))
+        ):
+            raise ValueError(
+                f"BatchNorm takes tokens x (B, T, D) with D = {self.d_model} and a bool padding "
+                f"mask (B, T), True = real token; got x {format_shape(x)} and mask "
+                f"{None if mask is None else format_shape(mask)}"
+            )
 
     def _normalise(self, h: Tensor, mean: Tensor, var: Tensor, weight=..., bias=...) -> Tensor:
         """(h - mean) / sqrt(var + eps), then the affine map if any: h (B, T, D) -> (B, T, D)."""

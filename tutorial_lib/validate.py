@@ -1,4 +1,4 @@
-"""Bad input is a teaching moment: the checks every module uses, defined once.
+"""The validators the labs use on their arguments, and :func:`format_shape`.
 
 Dimension letters, fixed book-wide:
     B    batch size
@@ -9,25 +9,20 @@ Dimension letters, fixed book-wide:
     d_v  per-head width of values
     V    vocabulary size
 
-Every check raises an error that names the argument, what was expected and what was
-given, in the letters above:
+The concept modules check their inputs themselves, where they enter and only where the error
+teaches or stops a silently wrong answer (a mask read along the wrong axis, a sequence past a
+learned table). The labs take many settings from a chapter's cells and name a bad one before
+a run starts; they use the validators below. Each raises an error that names the argument,
+what was expected and what was given:
 
 * ``TypeError`` when the argument is the wrong *kind* of thing: a string for a size,
-  ``True`` for a number of heads, a list where a tensor is needed, integer token ids where
-  float embeddings are needed;
-* ``ValueError`` when it is the right kind with a wrong value: a size of 0, a NaN
-  temperature, a tensor of the wrong shape.
+  ``True`` for a number of heads, a list where a tensor is needed;
+* ``ValueError`` when it is the right kind with a wrong value: a size of 0, a NaN rate, a
+  tensor of the wrong shape.
 
-Integers are Python ints, NumPy integers and one-element integer tensors (they are all
-integers); ``True`` and ``False`` are not sizes. Real numbers are ints and floats of any
-of those kinds, and must be finite.
-
-:func:`format_shape` and :func:`check_shape` are the helpers chapter Q1 introduces;
-:mod:`tutorial_lib.attention` re-exports them. This module imports only torch, so every
-other module may import it.
-
-About 300 lines on purpose: every check of the library in one place, so each error
-message is written once and reads the same everywhere.
+Validators are named ``require_*``; ``check_*`` is kept for the learners' self-checks in
+:mod:`tutorial_lib.checks`. Integers are Python ints, NumPy integers and one-element integer
+tensors; ``True`` and ``False`` are not sizes. This module imports only torch.
 """
 
 from __future__ import annotations
@@ -41,20 +36,23 @@ from torch import Tensor
 
 __all__ = [
     "format_shape",
-    "check_shape",
-    "check_int",
-    "check_real",
-    "check_bool",
-    "check_choice",
-    "check_tensor",
+    "require_int",
+    "require_real",
+    "require_bool",
+    "require_choice",
+    "require_tensor",
     "to_tensor",
-    "check_tokens",
-    "check_padding_mask",
-    "check_token_ids",
-    "broadcast_shape",
-    "check_same_batch",
-    "check_same_dtype",
+    "require_tokens",
+    "require_padding_mask",
+    "require_token_ids",
+    "require_same_batch",
 ]
+
+
+def format_shape(t: Tensor | tuple[int, ...] | torch.Size) -> str:
+    """A tensor's shape (or a shape) as the book writes it: ``(2, 5, 512)``."""
+    shape = t.shape if isinstance(t, Tensor) else t
+    return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
 def _given(value: object) -> str:
@@ -65,31 +63,6 @@ def _given(value: object) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({type(value).__name__})"
-
-
-def format_shape(t: Tensor | tuple[int, ...] | torch.Size) -> str:
-    """A tensor's shape (or a shape) as the book writes it: ``(2, 5, 512)``."""
-    if isinstance(t, Tensor):
-        shape = t.shape
-    elif isinstance(t, (tuple, list, torch.Size)):
-        shape = t
-    else:
-        raise TypeError(f"format_shape takes a tensor or a shape (a tuple); got {_given(t)}")
-    return "(" + ", ".join(str(s) for s in shape) + ")"
-
-
-def check_shape(t: Tensor, expected: tuple[int, ...], letters: str | None = None) -> None:
-    """Stop a lesson the moment a tensor is not the shape we claim.
-
-    ``check_shape(q, (B, H, T, d_k), "(B, H, T, d_k)")`` raises ``ValueError`` naming the
-    expected shape (in the book's letters when given) and the shape found.
-    """
-    expected = tuple(check_int("a size in expected", s, minimum=0) for s in expected)
-    if not isinstance(t, Tensor):
-        raise TypeError(f"expected a tensor of shape {format_shape(expected)}; got {_given(t)}")
-    if tuple(t.shape) != expected:
-        named = f" {letters}" if letters else ""
-        raise ValueError(f"expected shape{named} = {format_shape(expected)}; got {format_shape(t)}")
 
 
 def _is_bool(value: object) -> bool:
@@ -109,7 +82,7 @@ def _is_integer(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not _is_bool(value)
 
 
-def check_int(
+def require_int(
     name: str, value: object, minimum: int | None = 1, *, even: bool = False, why: str = ""
 ) -> int:
     """``value`` as a Python int, or an error: an integer >= ``minimum`` (any integer when
@@ -136,7 +109,7 @@ def check_int(
     return number
 
 
-def check_real(
+def require_real(
     name: str,
     value: object,
     *,
@@ -172,14 +145,14 @@ def check_real(
     return number
 
 
-def check_bool(name: str, value: object) -> bool:
+def require_bool(name: str, value: object) -> bool:
     """``value`` as a Python bool (True, False or a NumPy bool), or a TypeError."""
     if _is_bool(value):
         return bool(value)
     raise TypeError(f"{name} must be True or False; got {name}={_given(value)}")
 
 
-def check_choice(name: str, value: object, options: Collection) -> object:
+def require_choice(name: str, value: object, options: Collection) -> object:
     """``value`` if it is one of ``options``, else a ValueError listing them."""
     if isinstance(value, (str, int, float, tuple, type(None))) and not isinstance(value, bool):
         if value in options:
@@ -198,7 +171,7 @@ _KINDS = {
 }
 
 
-def check_tensor(name: str, value: object, kind: str | None = None, letters: str = "") -> Tensor:
+def require_tensor(name: str, value: object, kind: str | None = None, letters: str = "") -> Tensor:
     """``value`` if it is a tensor (of dtype ``kind``: float, integer, bool or real), else an error.
 
     ``letters`` (e.g. "(B, T, D)") says in the message what shape the tensor should have.
@@ -216,23 +189,23 @@ def check_tensor(name: str, value: object, kind: str | None = None, letters: str
 
 def to_tensor(name: str, value: object, kind: str | None = None, letters: str = "") -> Tensor:
     """``value`` as a tensor (lists, tuples and NumPy arrays of numbers are converted), then
-    checked as :func:`check_tensor` does; anything else is a TypeError naming ``name``."""
+    checked as :func:`require_tensor` does; anything else is a TypeError naming ``name``."""
     if not isinstance(value, Tensor):
         try:
             value = torch.as_tensor(value)
         except (TypeError, ValueError, RuntimeError):
             shape = f" {letters}" if letters else ""
             raise TypeError(f"{name} must be numbers{shape}; got {name}={_given(value)}") from None
-    return check_tensor(name, value, kind, letters)
+    return require_tensor(name, value, kind, letters)
 
 
-def check_tokens(x: Tensor, d_model: int, where: str, name: str = "x") -> None:
+def require_tokens(x: Tensor, d_model: int, where: str, name: str = "x") -> None:
     """Raise unless ``x`` is a float tensor (B, T, D) with D = d_model.
 
     ``where`` names the layer in the message, ``name`` the argument.
     """
     letters = f"(B, T, D) with D = d_model = {d_model}"
-    check_tensor(name, x, "float", letters)
+    require_tensor(name, x, "float", letters)
     if x.dim() != 3 or x.shape[-1] != d_model:
         found = f"so D = {x.shape[-1]}" if x.dim() == 3 else f"which is {x.dim()}-D"
         raise ValueError(
@@ -241,11 +214,11 @@ def check_tokens(x: Tensor, d_model: int, where: str, name: str = "x") -> None:
         )
 
 
-def check_padding_mask(mask: Tensor | None, x: Tensor, where: str, name: str = "mask") -> None:
+def require_padding_mask(mask: Tensor | None, x: Tensor, where: str, name: str = "mask") -> None:
     """Raise unless ``mask`` is None or a bool tensor (B, T) matching x (B, T, D)."""
     if mask is None:
         return
-    check_tensor(name, mask, "bool", "(B, T), True = real token")
+    require_tensor(name, mask, "bool", "(B, T), True = real token")
     if tuple(mask.shape) != tuple(x.shape[:2]):
         raise ValueError(
             f"{where}: the padding {name} must have shape (B, T) = {format_shape(x.shape[:2])} "
@@ -258,9 +231,9 @@ def _inside_vmap(t: Tensor) -> bool:
     return torch._C._functorch.is_batchedtensor(t)
 
 
-def check_token_ids(name: str, tokens: object, vocab: int) -> Tensor:
+def require_token_ids(name: str, tokens: object, vocab: int) -> Tensor:
     """Raise unless ``tokens`` is an integer tensor (B, T) of ids 0..V-1 with V = ``vocab``."""
-    check_tensor(name, tokens, "integer", f"(B, T) of token ids 0..V-1 = 0..{vocab - 1}")
+    require_tensor(name, tokens, "integer", f"(B, T) of token ids 0..V-1 = 0..{vocab - 1}")
     if tokens.dim() != 2:
         raise ValueError(
             f"{name} must be token ids of shape (B, T); got {tokens.dim()}-D {name} "
@@ -277,35 +250,10 @@ def check_token_ids(name: str, tokens: object, vocab: int) -> Tensor:
     return tokens
 
 
-def broadcast_shape(*shapes: tuple[int, ...] | torch.Size) -> tuple[int, ...] | None:
-    """The shape these shapes broadcast to (NumPy's rules), or None if they do not.
-
-    Plain Python: ``torch.broadcast_shapes`` costs about a millisecond a call, which a
-    check run on every attention call cannot afford.
-    """
-    rank = max((len(shape) for shape in shapes), default=0)
-    result = []
-    for axis in range(-rank, 0):
-        sizes = {shape[axis] for shape in shapes if len(shape) >= -axis} - {1}
-        if len(sizes) > 1:
-            return None
-        result.append(sizes.pop() if sizes else 1)
-    return tuple(result)
-
-
-def check_same_batch(first: str, a: Tensor, second: str, b: Tensor) -> None:
+def require_same_batch(first: str, a: Tensor, second: str, b: Tensor) -> None:
     """Raise unless two inputs of one call have the same batch size B (their first axis)."""
     if a.shape[0] != b.shape[0]:
         raise ValueError(
             f"{first} and {second} must share the batch size B; got {first} {format_shape(a)} "
             f"and {second} {format_shape(b)}"
-        )
-
-
-def check_same_dtype(name: str, t: Tensor, weight: Tensor, where: str) -> None:
-    """Raise unless ``t`` has the dtype of the layer's ``weight`` (torch would fail deep inside)."""
-    if t.dtype != weight.dtype:
-        raise TypeError(
-            f"{name} is {t.dtype} but {where}'s weights are {weight.dtype}; convert one to the "
-            f"other, e.g. layer.to({t.dtype}) or {name}.to({weight.dtype})"
         )

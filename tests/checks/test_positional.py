@@ -140,7 +140,7 @@ ROPE_WRONG = {
     ),
     "arguments swapped": (
         lambda positions, x: apply_rope(x, positions),
-        r"raised TypeError: x must be a floating-point.*got dtype torch.int64",
+        r"raised ValueError: apply_rope turns pairs of a float x.*got a torch.int64 x",
     ),
 }
 

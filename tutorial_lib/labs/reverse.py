@@ -36,13 +36,13 @@ from ..data import PAD, TASKS, make_batch, teacher_forcing, vocab_size
 from ..model import Transformer, TransformerConfig, source_mask, target_mask
 from ..training import TrainResult, train
 from ..validate import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_real,
-    check_same_batch,
-    check_token_ids,
     format_shape,
+    require_bool,
+    require_choice,
+    require_int,
+    require_real,
+    require_same_batch,
+    require_token_ids,
     to_tensor,
 )
 
@@ -82,9 +82,9 @@ def chapter_config(**changes) -> TransformerConfig:
 
 
 def train_reverse(seed: int = 0, **train_kwargs) -> tuple[Transformer, TrainResult]:
-    """A fresh chapter model trained on reverse (length 16, lr 5e-3) until greedy decoding is
-    exact on 1,000 held-out strings; ``train_kwargs`` pass on to :func:`.train`."""
-    seeds.manual_seed("reverse", check_int("seed", seed, None))
+    """A fresh chapter model trained on reverse (length ``LENGTH`` = 8, lr 5e-3) until greedy
+    decoding is exact on 1,000 held-out strings; ``train_kwargs`` pass on to :func:`.train`."""
+    seeds.manual_seed("reverse", require_int("seed", seed, None))
     model = Transformer(chapter_config())
     options = {"length": LENGTH, "n_symbols": N_SYMBOLS, "lr": 5e-3, "seed": seed} | train_kwargs
     return model, train(model, "reverse", **options)
@@ -98,13 +98,13 @@ def smoothed_loss_floor(epsilon: float, V: int) -> tuple[float, float]:
     The cross-entropy -sum q log p is smallest at p = q, where it equals the entropy of q,
     and the model's top probability is then 1 - epsilon + epsilon / V.
     """
-    epsilon = check_real("epsilon", epsilon, minimum=0, why="and < 1 (label smoothing)")
+    epsilon = require_real("epsilon", epsilon, minimum=0, why="and < 1 (label smoothing)")
     if epsilon >= 1:
         raise ValueError(
             f"epsilon must be below 1 (1 would smooth the target into the uniform); "
             f"got epsilon={epsilon:g}"
         )
-    V = check_int("V", V, minimum=2, why="(the vocabulary size)")
+    V = require_int("V", V, minimum=2, why="(the vocabulary size)")
     top, rest = 1 - epsilon + epsilon / V, epsilon / V
     floor = -top * math.log(top) - (V - 1) * (rest * math.log(rest) if rest else 0.0)
     return floor, top
@@ -224,9 +224,9 @@ def _check_lengths(config: TransformerConfig, length: int, test_set: object) -> 
     if not isinstance(test_set, (tuple, list)) or len(test_set) != 2:
         raise TypeError(f"test_set must be a pair (src, tgt) of token ids; got {test_set!r:.60}")
     src, tgt = test_set
-    check_token_ids("test_set's src", src, config.src_vocab)
-    check_token_ids("test_set's tgt", tgt, config.tgt_vocab)
-    check_same_batch("test_set's src", src, "tgt", tgt)
+    require_token_ids("test_set's src", src, config.src_vocab)
+    require_token_ids("test_set's tgt", tgt, config.tgt_vocab)
+    require_same_batch("test_set's src", src, "tgt", tgt)
     if max(src.shape[1], tgt.shape[1] + 1) > config.max_len:
         raise ValueError(
             f"test_set's src {format_shape(src)} and tgt {format_shape(tgt)} need "
@@ -279,15 +279,18 @@ def train_ensemble(
     """
     _check_configs(configs, start)
     E = len(configs)
-    steps, warmup = check_int("steps", steps, minimum=0), check_int("warmup", warmup, minimum=0)
-    check_choice("task", task, TASKS)
-    length, batch_size = check_int("length", length), check_int("batch_size", batch_size, why="(B)")
-    lr = check_real("lr", lr, above=0)
-    target = None if target is None else check_real("target", target, minimum=0, maximum=1)
-    unrelated_targets = check_bool("unrelated_targets", unrelated_targets)
+    steps, warmup = require_int("steps", steps, minimum=0), require_int("warmup", warmup, minimum=0)
+    require_choice("task", task, TASKS)
+    length, batch_size = (
+        require_int("length", length),
+        require_int("batch_size", batch_size, why="(B)"),
+    )
+    lr = require_real("lr", lr, above=0)
+    target = None if target is None else require_real("target", target, minimum=0, maximum=1)
+    unrelated_targets = require_bool("unrelated_targets", unrelated_targets)
     if isinstance(snapshot_steps, (str, bytes)) or not isinstance(snapshot_steps, Iterable):
         raise TypeError(f"snapshot_steps must be a tuple of steps; got {snapshot_steps!r:.60}")
-    snapshot_steps = tuple(check_int("snapshot_steps", s) for s in snapshot_steps)
+    snapshot_steps = tuple(require_int("snapshot_steps", s) for s in snapshot_steps)
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be callable or None; got {type(progress).__name__}")
     smoothing = to_tensor("label_smoothing", label_smoothing, "real", "() or (E,)")

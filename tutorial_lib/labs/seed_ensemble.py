@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from ..validate import check_int, check_tensor, format_shape
+from ..validate import format_shape, require_int, require_tensor
 
 __all__ = ["Ensemble"]
 
@@ -84,9 +84,9 @@ class Ensemble(nn.Module):
         if not callable(fn):
             raise TypeError(f"fn must be callable, fn(model, *member_inputs); got {fn!r:.60}")
         if chunk_size is not None:
-            chunk_size = check_int("chunk_size", chunk_size, why="(members run at a time)")
+            chunk_size = require_int("chunk_size", chunk_size, why="(members run at a time)")
         for x in inputs:
-            check_tensor("inputs", x, None, f"(E, ...) with E = {self.size} members")
+            require_tensor("inputs", x, None, f"(E, ...) with E = {self.size} members")
             if x.dim() == 0 or x.shape[0] != self.size:
                 raise ValueError(
                     f"every input needs a leading axis of E = {self.size} members; "

@@ -24,12 +24,15 @@ three places, and each place has one small interface:
 
 Groups 2 and 3 plug into the one place where scores are made,
 ``ScaledDotProductAttention.get_scores``, through :class:`PositionalAttention`;
-:func:`with_positions` puts one into a ``MultiHeadAttention``.
+:func:`with_positions` puts one into an :class:`~tutorial_lib.attention.Attention`.
+Every variant is one row of ``VARIANTS`` (``tutorial_lib.positional.registry``): a new one is
+its class plus that row.
 
 Conventions: query i sits at position T_k - T_q + i (the queries are the last
-T_q of T_k positions, as in ``causal_mask``), key j at position j.
-``relative_position(T_q, T_k)`` is key position minus query position (T5's
-convention); the *distance* i - j used by ALiBi and ReRoPE is its negative.
+T_q of T_k positions, as in ``causal_mask`` and when decoding with a KV cache), key j at
+position j (:func:`.query_key_positions`). ``relative_position(T_q, T_k)`` is key position
+minus query position (T5's convention); the *distance* i - j used by ALiBi and ReRoPE is its
+negative.
 
 Introduced in chapters Q3a (absolute encodings) and Q3b (biases and rotations).
 """
@@ -38,8 +41,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ..attention import MultiHeadAttention, ScaledDotProductAttention
-from ..validate import format_shape
+from ..attention import Attention, ScaledDotProductAttention
 from .absolute import (
     AbsolutePositionalEncoding,
     LearnedPositionalEmbedding,
@@ -59,7 +61,16 @@ from .bias import (
     relative_shift,
     t5_relative_bucket,
 )
-from .rotation import ReRoPE, RoPE, Rotation, apply_rope, rerope_positions, rope_layout_permutation
+from .registry import VARIANTS, Settings, Variant, variant
+from .rotation import (
+    ReRoPE,
+    RoPE,
+    Rotation,
+    apply_rope,
+    query_key_positions,
+    rerope_positions,
+    rope_layout_permutation,
+)
 
 # Everything in the three groups, re-exported: `from tutorial_lib.positional import RoPE`.
 __all__ = [
@@ -80,10 +91,15 @@ __all__ = [
     "ALiBiBias",
     "apply_rope",
     "rope_layout_permutation",
+    "query_key_positions",
     "Rotation",
     "RoPE",
     "rerope_positions",
     "ReRoPE",
+    "Variant",
+    "Settings",
+    "VARIANTS",
+    "variant",
     "PositionalAttention",
     "with_positions",
 ]
@@ -104,15 +120,6 @@ class PositionalAttention(ScaledDotProductAttention):
         rotation: Rotation | None = None,
     ):
         super().__init__(temperature, attn_dropout)
-        if bias is not None and not isinstance(bias, ScoreBias):
-            raise TypeError(
-                f"bias must be a ScoreBias (Shaw, Transformer-XL, T5, ALiBi) or None; got "
-                f"{type(bias).__name__}"
-            )
-        if rotation is not None and not isinstance(rotation, Rotation):
-            raise TypeError(
-                f"rotation must be a Rotation (RoPE, ReRoPE) or None; got {type(rotation).__name__}"
-            )
         self.bias = bias
         self.rotation = rotation
 
@@ -133,32 +140,26 @@ class PositionalAttention(ScaledDotProductAttention):
         if self.bias is not None:
             extra = self.bias.value_term(weights)
             if extra is not None:
-                if extra.shape != out.shape:
-                    raise ValueError(
-                        f"the bias adds a value term of shape {format_shape(extra)} to the output "
-                        f"{format_shape(out)}: make it with d_v = {out.shape[-1]}, v's width"
-                    )
                 out = out + extra  # (..., T_q, d_v)
         return out, weights
 
 
 def with_positions(
-    mha: MultiHeadAttention, bias: ScoreBias | None = None, rotation: Rotation | None = None
-) -> MultiHeadAttention:
-    """Swap ``mha.attention`` for a :class:`PositionalAttention` (same temperature, dropout).
+    layer: Attention, bias: ScoreBias | None = None, rotation: Rotation | None = None
+) -> Attention:
+    """Swap ``layer.attention`` for a :class:`PositionalAttention` (same temperature, dropout).
 
-    A bias or rotation made for another number of heads or another d_k or d_v than ``mha``
-    is refused here, before any input reaches it.
+    ``layer`` is an :class:`~tutorial_lib.attention.Attention` (a ``MultiHeadAttention`` is
+    one). A bias or rotation made for another number of heads or another d_k or d_v is
+    refused here, before any input reaches it.
     """
-    if not isinstance(mha, MultiHeadAttention):
-        raise TypeError(f"mha must be a MultiHeadAttention; got {type(mha).__name__}")
     for part in (bias, rotation):
         for size in ("n_head", "d_k", "d_v"):
-            if part is not None and getattr(part, size, getattr(mha, size)) != getattr(mha, size):
+            if getattr(part, size, getattr(layer, size)) != getattr(layer, size):
                 raise ValueError(
                     f"{type(part).__name__} was made with {size} = {getattr(part, size)}, but the "
-                    f"attention has {size} = {getattr(mha, size)}: make them match"
+                    f"attention has {size} = {getattr(layer, size)}: make them match"
                 )
-    old = mha.attention
-    mha.attention = PositionalAttention(old.temperature, old.dropout.p, bias, rotation)
-    return mha
+    old = layer.attention
+    layer.attention = PositionalAttention(old.temperature, old.dropout.p, bias, rotation)
+    return layer

@@ -15,8 +15,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..validate import check_int, check_real, check_tokens
-
 __all__ = [
     "sinusoidal_frequencies",
     "sinusoidal_encoding",
@@ -27,21 +25,14 @@ __all__ = [
 ]
 
 
-def _check_even(name: str, value: int) -> int:
-    why = "(dimensions come in (sin, cos) or rotation pairs)"
-    return check_int(name, value, even=True, why=why)
-
-
-def _check_base(base: float) -> float:
-    return check_real("base", base, above=0, why="(the longest wavelength is about 2*pi*base)")
-
-
 def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Tensor:
     """omega_i = base^(-2i/D) for pair i = 0 .. D/2 - 1, float64 (D/2,).
 
-    Pair i holds dimensions 2i (sin) and 2i+1 (cos); its wavelength is 2*pi/omega_i.
+    Pair i holds dimensions 2i (sin) and 2i+1 (cos); its wavelength is 2*pi/omega_i. Every
+    sinusoid of the book (the encoding, Transformer-XL's R, RoPE's angles) is made here.
     """
-    d_model, base = _check_even("d_model", d_model), _check_base(base)
+    if d_model % 2 or not base > 0:  # an odd width leaves a dimension unpaired; base <= 0 gives NaN
+        raise ValueError(f"sinusoids need an even width and base > 0; got {d_model}, base={base}")
     return base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (D/2,)
 
 
@@ -58,7 +49,6 @@ def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0) -> Te
     PE[p, 2i] = sin(p / base^(2i/D)),  PE[p, 2i+1] = cos(p / base^(2i/D)).
     Computed in float64 and returned as float32, so large positions stay exact.
     """
-    max_len = check_int("max_len", max_len, minimum=0)
     return _sinusoid(torch.arange(max_len), d_model, base).float()  # (max_len, D)
 
 
@@ -67,7 +57,7 @@ def sinusoidal_shift_matrix(k: float, d_model: int, base: float = 10000.0) -> Te
 
     Block i rotates the pair (sin(p w_i), cos(p w_i)) by the angle k w_i; it does not depend on p.
     """
-    angle = check_real("k", k) * sinusoidal_frequencies(d_model, base)  # (D/2,)
+    angle = k * sinusoidal_frequencies(d_model, base)  # (D/2,)
     c, s = angle.cos(), angle.sin()
     blocks = torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2)  # (D/2, 2, 2)
     return torch.block_diag(*blocks)  # (D, D)
@@ -86,8 +76,8 @@ class AbsolutePositionalEncoding(nn.Module):
         raise NotImplementedError
 
     def forward(self, x: Tensor) -> Tensor:
-        # Token ids (integers) must be embedded first: adding the table to them would truncate it.
-        check_tokens(x, self.d_model, type(self).__name__ + " (token embeddings)")
+        if not x.is_floating_point():  # adding the table to token ids would truncate it, silently
+            raise TypeError(f"positions are added to embeddings, not to token ids; got {x.dtype}")
         return x + self.encoding(x.shape[1]).to(x.dtype)  # (B, T, D)
 
 
@@ -99,13 +89,11 @@ class SinusoidalPositionalEncoding(AbsolutePositionalEncoding):
 
     def __init__(self, d_model: int, base: float = 10000.0, max_len: int = 1024):
         super().__init__()
-        self.d_model, self.base = _check_even("d_model", d_model), _check_base(base)
-        max_len = check_int("max_len", max_len, minimum=0)
+        self.d_model, self.base = d_model, base
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
 
     def encoding(self, T: int) -> Tensor:
         """(T, D): the rows for positions 0 .. T-1."""
-        T = check_int("T", T, minimum=0)
         if T <= self.pe.shape[0]:
             return self.pe[:T]  # (T, D)
         return sinusoidal_encoding(T, self.d_model, self.base).to(self.pe.device)  # (T, D)
@@ -120,20 +108,15 @@ class LearnedPositionalEmbedding(AbsolutePositionalEncoding):
 
     def __init__(self, max_len: int, d_model: int, init_std: float = 0.02):
         super().__init__()
-        self.max_len, self.d_model = check_int("max_len", max_len), check_int("d_model", d_model)
-        init_std = check_real("init_std", init_std, minimum=0)
+        self.max_len, self.d_model = max_len, d_model
         self.table = nn.Parameter(torch.randn(max_len, d_model) * init_std)  # (max_len, D)
 
     def encoding(self, T: int) -> Tensor:
         """(T, D): the rows for positions 0 .. T-1, which must exist in the table."""
-        T = check_int("T", T, minimum=0)
         if T > self.max_len:
             raise ValueError(
-                f"a sequence of T={T} tokens needs rows for positions 0..{T - 1}, but this "
-                f"learned table has max_len={self.max_len} rows (positions 0..{self.max_len - 1}). "
-                "A learned table cannot extrapolate: a row exists only for positions seen when "
-                "the table was made, and training never said what a later row should hold. "
-                "Use max_len >= T, an encoding computed from the position (sinusoidal), or a "
-                "relative one (chapter Q3b)."
+                f"a sequence of T={T} tokens needs rows for positions 0..{T - 1}, but this learned "
+                f"table has max_len={self.max_len} rows: it has no vector for a later position. "
+                "Use max_len >= T, or compute positions (sinusoidal) or relative ones (chapter Q3b)"
             )
         return self.table[:T]  # (T, D)

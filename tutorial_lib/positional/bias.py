@@ -1,17 +1,9 @@
-"""Positions added to the attention scores: Shaw, Transformer-XL, T5 buckets, ALiBi.
+"""Positions added to the attention scores: Shaw, Transformer-XL, T5 buckets, ALiBi (chapter Q3b).
 
-Dimension letters, fixed book-wide: B batch, T sequence length (T_q queries, T_k keys),
-D = d_model, H = n_head, d_k and d_v per-head widths.
-
-Group 2 of :mod:`tutorial_lib.positional`: a :class:`ScoreBias` returns a tensor
-broadcastable to the scores (..., T_q, T_k) and may add a term to the output.
-``relative_position(T_q, T_k)`` is key position minus query position (T5's convention);
-the *distance* i - j used by ALiBi is its negative.
-
-Introduced in chapter Q3b ("Relative positions").
-
-About 370 lines: four variants, one class each, that share the relative-position helpers
-and the input checks above them.
+Letters: B batch, T length (T_q queries, T_k keys), D = d_model, H = n_head, d_k and d_v.
+Group 2 of :mod:`tutorial_lib.positional`: a :class:`ScoreBias` returns a tensor broadcastable
+to the scores (..., T_q, T_k) and may add a term to the output. ``relative_position(T_q, T_k)``
+is key position minus query position (T5's convention); ALiBi's distance i - j is its negative.
 """
 
 from __future__ import annotations
@@ -21,8 +13,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..validate import check_bool, check_int, check_real, check_tensor, format_shape, to_tensor
-from .absolute import _check_base, _check_even, _sinusoid
+from ..validate import format_shape
+from .absolute import _sinusoid
 
 __all__ = [
     "relative_position",
@@ -39,43 +31,27 @@ __all__ = [
 
 def relative_position(T_q: int, T_k: int, device=None) -> Tensor:
     """(T_q, T_k) long: key position j minus query position (T_k - T_q + i), T5's convention."""
-    T_q, T_k = check_int("T_q", T_q), check_int("T_k", T_k)
     if T_q > T_k:
-        raise ValueError(
-            "relative positions need 0 < T_q <= T_k (queries are the last T_q of T_k "
-            f"positions); got T_q={T_q}, T_k={T_k}"
-        )
+        raise ValueError(f"queries are the last T_q of T_k positions; got T_q={T_q} > T_k={T_k}")
     query = torch.arange(T_k - T_q, T_k, device=device)  # (T_q,)
     key = torch.arange(T_k, device=device)  # (T_k,)
     return key[None, :] - query[:, None]  # (T_q, T_k)
 
 
-def _check_qk(bias: nn.Module, q: Tensor, k: Tensor, scale: float, n_head: int | None) -> None:
-    """q (..., H, T_q, d_k) and k (..., H, T_k, d_k) for ``bias``, with H = n_head when given."""
-    name = type(bias).__name__
-    letters = "(..., T, d_k)" if n_head is None else f"(..., H, T, d_k) with H = {n_head}"
-    for arg, t in (("q", q), ("k", k)):
-        check_tensor(arg, t, "float", letters)
-        if t.dim() < (2 if n_head is None else 3):
-            raise ValueError(f"{name} takes {arg} of shape {letters}; got {format_shape(t)}")
-        if n_head is not None and t.shape[-3] != n_head:
-            raise ValueError(
-                f"{name} was made for H = n_head = {n_head} heads, but {arg} has "
-                f"{t.shape[-3]} on its head axis: {arg} must be {letters}; got {format_shape(t)}"
-            )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share d_k; got q {format_shape(q)} and k {format_shape(k)}")
-    relative_position(q.shape[-2], k.shape[-2])  # checks 0 < T_q <= T_k
-    check_real("scale", scale)
+def _require_heads(bias: nn.Module, q: Tensor) -> None:
+    """A bias per head, (H, T_q, T_k), needs q (..., H, T_q, d_k) with its H: without the head
+    axis, or with another H, it would broadcast over the batch instead, silently."""
+    if q.dim() < 3 or q.shape[-3] != bias.n_head:
+        raise ValueError(
+            f"{type(bias).__name__} was made for H = n_head = {bias.n_head} heads: q must be "
+            f"(..., H, T, d_k); got q {format_shape(q)}"
+        )
 
 
 class ScoreBias(nn.Module):
-    """Group 2 interface: scores = scale * q k^T + ``forward(q, k, scale)``.
-
-    ``forward(q (..., T_q, d_k), k (..., T_k, d_k), scale) -> bias`` broadcastable
-    to (..., T_q, T_k). ``value_term(weights (..., T_q, T_k))`` may return a
-    (..., T_q, d_v) term added to the output (only Shaw et al. use it).
-    """
+    """Group 2 interface: scores = scale * q k^T + ``forward(q (..., T_q, d_k), k (..., T_k,
+    d_k), scale)``, a bias broadcastable to (..., T_q, T_k). ``value_term(weights)`` may return a
+    (..., T_q, d_v) term added to the output (only Shaw et al. use it)."""
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
         raise NotImplementedError
@@ -87,17 +63,12 @@ class ScoreBias(nn.Module):
 
 class ShawRelativePosition(ScoreBias):
     r"""Shaw, Uszkoreit and Vaswani (2018): learned vectors per clipped relative position.
-
-    e_ij = q_i . (k_j + a^K_ij) * scale,   z_i = sum_j w_ij (v_j + a^V_ij),
-    with a_ij = table[clip(j - i, -max_relative_position, max_relative_position)].
-    The 2K+1 vectors are shared by all heads, as in the paper.
-    """
+    e_ij = q_i . (k_j + a^K_ij) * scale, z_i = sum_j w_ij (v_j + a^V_ij), a_ij = table[clip(j - i,
+    -K, K)] with K = max_relative_position; the 2K+1 vectors are shared by all heads."""
 
     def __init__(self, d_k: int, d_v: int, max_relative_position: int, init_std: float = 0.02):
         super().__init__()
-        self.d_k, self.d_v = check_int("d_k", d_k), check_int("d_v", d_v)
-        self.K = check_int("max_relative_position", max_relative_position, minimum=0)
-        init_std = check_real("init_std", init_std, minimum=0)
+        self.d_k, self.d_v, self.K = d_k, d_v, max_relative_position
         self.a_k = nn.Parameter(torch.randn(2 * self.K + 1, d_k) * init_std)  # (2K+1, d_k)
         self.a_v = nn.Parameter(torch.randn(2 * self.K + 1, d_v) * init_std)  # (2K+1, d_v)
 
@@ -106,11 +77,6 @@ class ShawRelativePosition(ScoreBias):
         return relative_position(T_q, T_k, device).clamp(-self.K, self.K) + self.K
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
-        _check_qk(self, q, k, scale, None)
-        if q.shape[-1] != self.d_k:
-            raise ValueError(
-                f"ShawRelativePosition was made for d_k = {self.d_k}; got q {format_shape(q)}"
-            )
         T_q, T_k = q.shape[-2], k.shape[-2]
         index = self.index(T_q, T_k, q.device)  # (T_q, T_k)
         # Dot every query with the 2K+1 vectors once, then pick the one each key needs.
@@ -120,9 +86,6 @@ class ShawRelativePosition(ScoreBias):
 
     def value_term(self, weights: Tensor) -> Tensor:
         """weights (..., T_q, T_k) -> sum_j w_ij a^V_ij, (..., T_q, d_v)."""
-        check_tensor("weights", weights, "float", "(..., T_q, T_k)")
-        if weights.dim() < 2:
-            raise ValueError(f"weights must be (..., T_q, T_k); got {format_shape(weights)}")
         T_q, T_k = weights.shape[-2:]
         index = self.index(T_q, T_k, weights.device).expand(weights.shape)  # (..., T_q, T_k)
         # Sum the weights that fall on each clipped distance, then mix the a^V vectors.
@@ -132,18 +95,11 @@ class ShawRelativePosition(ScoreBias):
 
 
 def relative_shift(full: Tensor, T_k: int) -> Tensor:
-    """Transformer-XL's relative shift, done with a pad and a reshape instead of a gather.
-
-    full: (..., T_q, T_q + T_k - 1); column c holds relative distance
-    T_k - 1 - c (largest first). Returns (..., T_q, T_k) whose (i, j) entry is
-    the column for distance (T_k - T_q + i) - j.
-    """
-    check_tensor("full", full, "float", "(..., T_q, T_q + T_k - 1)")
-    T_k = check_int("T_k", T_k)
-    if full.dim() < 2:
-        raise ValueError(f"full must be (..., T_q, T_q + T_k - 1); got {format_shape(full)}")
+    """Transformer-XL's relative shift, done with a pad and a reshape instead of a gather:
+    full (..., T_q, T_q + T_k - 1), whose column c holds distance T_k - 1 - c (largest first),
+    -> (..., T_q, T_k) whose (i, j) entry is the column for distance (T_k - T_q + i) - j."""
     *lead, T_q, L = full.shape
-    if L != T_q + T_k - 1:
+    if L != T_q + T_k - 1:  # a wrong T_k would shift every row, silently
         raise ValueError(
             f"expected the last axis to hold T_q + T_k - 1 = {T_q + T_k - 1} distances; "
             f"got {format_shape(full)}"
@@ -173,40 +129,26 @@ class TransformerXLRelativePosition(ScoreBias):
 
     def __init__(self, n_head: int, d_k: int, d_pos: int | None = None, base: float = 10000.0):
         super().__init__()
-        self.n_head = n_head = check_int("n_head", n_head, why="(H, the number of heads)")
-        self.d_k = d_k = check_int("d_k", d_k)
-        self.d_pos = n_head * d_k if d_pos is None else _check_even("d_pos", d_pos)
-        if d_pos is None and self.d_pos % 2:
-            raise ValueError(
-                f"d_pos (None) defaults to n_head * d_k = {self.d_pos}, which is odd; sinusoids "
-                "come in (sin, cos) pairs: pass an even d_pos"
-            )
-        self.base = _check_base(base)
+        self.n_head, self.d_k, self.base = n_head, d_k, base
+        self.d_pos = d_pos or n_head * d_k  # even: sinusoids come in (sin, cos) pairs
         self.w_r = nn.Linear(self.d_pos, n_head * d_k, bias=False)
         self.u = nn.Parameter(torch.zeros(n_head, d_k))  # (H, d_k)
         self.v = nn.Parameter(torch.zeros(n_head, d_k))  # (H, d_k)
 
-    def _check(self, q: Tensor, k: Tensor, scale: float = 1.0) -> None:
-        _check_qk(self, q, k, scale, self.n_head)
-        if q.shape[-1] != self.d_k:
-            raise ValueError(
-                f"q must be (..., H, T, d_k) with H={self.n_head}, d_k={self.d_k}; "
-                f"got {format_shape(q)}"
-            )
-
     def projected(self, distances: Tensor) -> Tensor:
         """W_R R_d for each distance d: (N,) -> (H, N, d_k)."""
-        check_tensor("distances", distances, "real", "(N,)")
-        if distances.dim() != 1 or not torch.isfinite(distances.double()).all():
-            raise ValueError(f"distances must be finite, (N,); got shape {format_shape(distances)}")
         r = _sinusoid(distances, self.d_pos, self.base).to(self.w_r.weight.dtype)  # (N, d_pos)
         r = self.w_r(r).view(-1, self.n_head, self.d_k)  # (N, H, d_k)
         return r.transpose(0, 1)  # (H, N, d_k)
 
     def position_terms(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
         """scale * ((b) + (d)), the part of the score that depends on i - j: (..., H, T_q, T_k)."""
-        self._check(q, k, scale)
+        _require_heads(self, q)
         T_q, T_k = q.shape[-2], k.shape[-2]
+        if T_q > T_k:
+            raise ValueError(
+                f"queries are the last T_q of T_k positions; got T_q={T_q} > T_k={T_k}"
+            )
         distances = torch.arange(T_k - 1, -T_q, -1, device=q.device)  # (T_q + T_k - 1,)
         r = self.projected(distances)  # (H, T_q + T_k - 1, d_k)
         position = (q + self.v[:, None].to(q.dtype)) @ r.to(q.dtype).transpose(
@@ -215,13 +157,12 @@ class TransformerXLRelativePosition(ScoreBias):
         return relative_shift(position, T_k) * scale  # (..., H, T_q, T_k)
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
-        position = self.position_terms(q, k, scale)  # (b) + (d), checks the shapes first
+        position = self.position_terms(q, k, scale)  # (b) + (d)
         content_bias = self.u[:, None].to(k.dtype) @ k.transpose(-2, -1)  # (c): (..., H, 1, T_k)
         return position + content_bias * scale  # (..., H, T_q, T_k)
 
     def four_terms(self, q: Tensor, k: Tensor) -> dict[str, Tensor]:
         """The four unscaled terms computed directly, pair by pair: each (..., H, T_q, T_k)."""
-        self._check(q, k)
         T_q, T_k = q.shape[-2], k.shape[-2]
         distance = -relative_position(T_q, T_k, q.device)  # (T_q, T_k): i - j
         r = (
@@ -244,19 +185,14 @@ def t5_relative_bucket(
     num_buckets: int = 32,
     max_distance: int = 128,
 ) -> Tensor:
-    """T5's bucket for each relative position (key position minus query position).
-
-    Bidirectional: half the buckets for keys before or at the query, half (offset
-    num_buckets/2) for keys after it. Within a half of n buckets, distances below
-    n/2 get their own bucket; larger ones share log-spaced buckets up to
-    max_distance, and everything further saturates in the last bucket.
-    Unidirectional: keys after the query all fall in bucket 0.
-    Returns a long tensor of the same shape, values in [0, num_buckets).
-    """
-    bidirectional, num_buckets, max_distance = _check_buckets(
-        bidirectional, num_buckets, max_distance
-    )
-    relative_position = to_tensor("relative_position", relative_position, "integer")
+    """T5's bucket for each relative position (key position minus query position), a long
+    tensor of the same shape with values in [0, num_buckets). Bidirectional: half the buckets
+    for keys before or at the query, half (offset num_buckets/2) for keys after it; within a
+    half of n buckets, distances below n/2 get their own bucket, larger ones share log-spaced
+    buckets up to max_distance, and further ones the last bucket. Unidirectional: keys after
+    the query all fall in bucket 0."""
+    _require_buckets(bidirectional, num_buckets, max_distance)
+    relative_position = torch.as_tensor(relative_position)
     bucket = torch.zeros_like(relative_position, dtype=torch.long)
     n = num_buckets
     if bidirectional:
@@ -276,19 +212,15 @@ def t5_relative_bucket(
     return bucket + torch.where(distance < exact, distance, log_bucket)
 
 
-def _check_buckets(
-    bidirectional: bool, num_buckets: int, max_distance: int
-) -> tuple[bool, int, int]:
-    bidirectional = check_bool("bidirectional", bidirectional)
-    num_buckets = check_int("num_buckets", num_buckets, minimum=4 if bidirectional else 2)
+def _require_buckets(bidirectional: bool, num_buckets: int, max_distance: int) -> None:
+    """Raise unless the log-spaced buckets exist: an exact bucket, and max_distance past them."""
     exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
-    max_distance = check_int("max_distance", max_distance)
-    if max_distance <= exact:
+    if exact < 1 or max_distance <= exact:
         raise ValueError(
-            f"max_distance must exceed the {exact} exactly-bucketed distances (num_buckets="
-            f"{num_buckets}, bidirectional={bidirectional}); got max_distance={max_distance}"
+            f"T5's buckets need num_buckets >= {4 if bidirectional else 2} (bidirectional="
+            f"{bidirectional}) and max_distance above the {exact} exactly-bucketed distances; got "
+            f"num_buckets={num_buckets}, max_distance={max_distance}"
         )
-    return bidirectional, num_buckets, max_distance
 
 
 class T5RelativeBias(ScoreBias):
@@ -307,12 +239,9 @@ class T5RelativeBias(ScoreBias):
         init_std: float = 0.02,
     ):
         super().__init__()
-        self.n_head = check_int("n_head", n_head, why="(H, the number of heads)")
-        self.bidirectional, self.num_buckets, self.max_distance = _check_buckets(
-            bidirectional, num_buckets, max_distance
-        )
-        n_head, num_buckets = self.n_head, self.num_buckets
-        init_std = check_real("init_std", init_std, minimum=0)
+        _require_buckets(bidirectional, num_buckets, max_distance)
+        self.n_head, self.bidirectional = n_head, bidirectional
+        self.num_buckets, self.max_distance = num_buckets, max_distance
         self.table = nn.Parameter(torch.randn(num_buckets, n_head) * init_std)  # (buckets, H)
 
     def buckets(self, T_q: int, T_k: int, device=None) -> Tensor:
@@ -321,19 +250,15 @@ class T5RelativeBias(ScoreBias):
         return t5_relative_bucket(rel, self.bidirectional, self.num_buckets, self.max_distance)
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
-        _check_qk(self, q, k, scale, self.n_head)
+        _require_heads(self, q)
         buckets = self.buckets(q.shape[-2], k.shape[-2], q.device)  # (T_q, T_k)
         return self.table[buckets].permute(2, 0, 1).to(q.dtype)  # (H, T_q, T_k)
 
 
 def alibi_slopes(n_head: int) -> Tensor:
-    """Press et al. (2022): one slope per head, (H,) float32.
-
-    For H a power of two: the geometric sequence 2^(-8/H), 2^(-16/H), ..., 2^(-8).
-    Otherwise: the slopes for the largest power of two P < H, then every other
-    slope of the 2P sequence, until there are H.
-    """
-    n_head = check_int("n_head", n_head, why="(H, the number of heads)")
+    """Press et al. (2022): one slope per head, (H,) float32. For H a power of two the
+    geometric sequence 2^(-8/H), 2^(-16/H), ..., 2^(-8); otherwise the slopes for the largest
+    power of two P < H, then every other slope of the 2P sequence, until there are H."""
 
     def power_of_two(n: int) -> list[float]:
         start = 2.0 ** (-8.0 / n)
@@ -355,12 +280,11 @@ class ALiBiBias(ScoreBias):
 
     def __init__(self, n_head: int, causal: bool = True):
         super().__init__()
-        self.causal = check_bool("causal", causal)
-        self.n_head = check_int("n_head", n_head, why="(H, the number of heads)")
-        self.register_buffer("slopes", alibi_slopes(self.n_head), persistent=False)  # (H,)
+        self.n_head, self.causal = n_head, causal
+        self.register_buffer("slopes", alibi_slopes(n_head), persistent=False)  # (H,)
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
-        _check_qk(self, q, k, scale, self.n_head)
+        _require_heads(self, q)
         distance = -relative_position(q.shape[-2], k.shape[-2], q.device)  # (T_q, T_k): i - j
         if not self.causal:
             distance = distance.abs()

@@ -5,6 +5,8 @@ D = d_model, H = n_head, d_k and d_v per-head widths.
 
 Group 3 of :mod:`tutorial_lib.positional`: a :class:`Rotation` makes the scores from q
 and k rotated by their positions, so it replaces the plain q k^T rather than adding to it.
+It rotates when the scores are made, so a KV cache keeps keys unrotated and every step turns
+them at that step's length (what a rotation that depends on the length needs).
 
 Introduced in chapter Q3b ("Relative positions").
 """
@@ -15,25 +17,20 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import attention_scores
-from ..validate import (
-    broadcast_shape,
-    check_choice,
-    check_int,
-    check_real,
-    check_tensor,
-    format_shape,
-    to_tensor,
-)
-from .absolute import _check_base, _check_even, sinusoidal_frequencies
+from ..validate import format_shape
+from .absolute import sinusoidal_frequencies
 
 __all__ = [
     "apply_rope",
     "rope_layout_permutation",
+    "query_key_positions",
     "Rotation",
     "RoPE",
     "rerope_positions",
     "ReRoPE",
 ]
+
+LAYOUTS = ("interleaved", "half")
 
 
 def apply_rope(
@@ -41,24 +38,20 @@ def apply_rope(
 ) -> Tensor:
     r"""Rotate each dimension pair of x by its position (Su et al., RoFormer).
 
-    x: (..., T, d), float, d even; positions: any finite reals, (T,) or any shape that
-    broadcasts to x.shape[:-1] without making it bigger, e.g. (B, 1, T) for x (B, H, T, d).
-    A (B, T) tensor that would line up with (H, T) of such an x, when B = H, is refused:
-    give it the head axis, positions[:, None].
+    x: (..., T, d), float, d even; positions: (T,), or any shape that broadcasts to
+    x.shape[:-1] without making it bigger, e.g. (B, 1, T) for x (B, H, T, d). A (B, T)
+    tensor, which would line up with (H, T) of such an x, is refused when B = H: give it the
+    head axis, positions[:, None].
     Pair i turns by the angle positions * base^(-2i/d).
     layout="interleaved": pairs (2i, 2i+1), as in the RoFormer paper.
     layout="half": pairs (i, i + d/2), as in GPT-NeoX and Hugging Face's LLaMA code;
     :func:`rope_layout_permutation` maps one onto the other.
     """
-    check_tensor("x", x, "float", "(..., T, d)")
-    if x.dim() < 2:
-        raise ValueError(
-            f"x must be (..., T, d) with at least 2 axes; got x of shape {format_shape(x)}"
-        )
-    d = _check_even("the last dimension d of x", x.shape[-1])
-    check_choice("layout", layout, ("interleaved", "half"))
-    positions = _check_positions(positions, x)
-    angle = positions.to(torch.float64)[..., None] * sinusoidal_frequencies(d, base).to(x.device)
+    positions = torch.as_tensor(positions)
+    _require_rope_inputs(x, positions, layout)
+    d = x.shape[-1]
+    omega = sinusoidal_frequencies(d, base).to(x.device)  # (d/2,)
+    angle = positions.to(x.device, torch.float64)[..., None] * omega  # (..., T, d/2)
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)  # (..., T, d/2)
     if layout == "interleaved":
         x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each
@@ -67,28 +60,20 @@ def apply_rope(
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., T, d)
 
 
-def _check_positions(positions: Tensor, x: Tensor) -> Tensor:
-    """positions as float64 on x's device, with a shape that fits x (..., T, d): see apply_rope."""
-    positions = to_tensor("positions", positions, "real", "(T,)")
-    positions = positions.to(device=x.device, dtype=torch.float64)
-    if not torch.isfinite(positions).all():
-        raise ValueError("positions must be finite; got NaN or inf among them")
-    rows = tuple(x.shape[:-1])  # (..., T)
-    if broadcast_shape(positions.shape, rows) != rows:
+def _require_rope_inputs(x: Tensor, positions: Tensor, layout: str) -> None:
+    """x float (..., T, d), d even; positions that broadcast to (..., T) without making it bigger
+    and, with x (B, H, T, d), not (B, T) when B = H (they would turn head h by sequence h's)."""
+    rows, p = x.shape[:-1], positions.dim()  # rows (..., T)
+    fits = x.is_floating_point() and x.shape[-1] % 2 == 0 and layout in LAYOUTS and p <= len(rows)
+    for a, b in zip(positions.shape[::-1], rows[::-1], strict=False):  # from T backwards
+        fits = fits and a in (1, b)
+    if not fits or 1 < p < len(rows) and positions.shape[0] == rows[0] == rows[-p] > 1:
         raise ValueError(
-            f"positions of shape {format_shape(positions)} do not fit x's (..., T) = "
-            f"{format_shape(rows)}: they must broadcast to it without making it bigger, e.g. "
-            f"(T,) = ({rows[-1]},), or (B, 1, T) for x (B, H, T, d)"
+            f"apply_rope turns pairs of a float x (..., T, d), d even, layout in {LAYOUTS}, by "
+            "positions that broadcast to (..., T) as they are, e.g. (T,), or (B, 1, T) for x "
+            f"(B, H, T, d); got a {x.dtype} x {format_shape(x)}, positions "
+            f"{format_shape(positions)}, {layout!r}"
         )
-    p = positions.dim()
-    if 2 <= p < len(rows) and positions.shape[0] == rows[0] == rows[-p] > 1:
-        raise ValueError(
-            f"positions of shape {format_shape(positions)} line up with the last {p} axes of "
-            f"x's (..., T) = {format_shape(rows)}, yet their first axis has x's batch size "
-            f"{rows[0]}: a (B, T) tensor would be read as (H, T). Give positions x's rank "
-            "minus one, e.g. positions[:, None] (B, 1, T) for x (B, H, T, d)"
-        )
-    return positions
 
 
 def rope_layout_permutation(d: int) -> Tensor:
@@ -97,33 +82,27 @@ def rope_layout_permutation(d: int) -> Tensor:
     apply_rope(x[..., p], pos) == apply_rope(x, pos, layout="half")[..., p]; applying
     p to the rows of W_q and W_k turns checkpoints of one layout into the other.
     """
-    d = _check_even("d", d)
     return torch.stack([torch.arange(d // 2), torch.arange(d // 2) + d // 2], dim=-1).flatten()
+
+
+def query_key_positions(T_q: int, T_k: int, device=None) -> tuple[Tensor, Tensor]:
+    """Query positions T_k - T_q .. T_k - 1 and key positions 0 .. T_k - 1: the queries are
+    the last T_q of T_k positions, as when decoding with a KV cache."""
+    if T_q > T_k:
+        raise ValueError(f"queries are the last T_q of T_k positions; got T_q={T_q} > T_k={T_k}")
+    return torch.arange(T_k - T_q, T_k, device=device), torch.arange(T_k, device=device)
 
 
 class Rotation(nn.Module):
     """Group 3 interface: ``forward(q (..., T_q, d_k), k (..., T_k, d_k), scale) -> scores``.
 
-    The scores are made from q and k rotated by their positions, so a
-    rotation replaces the plain q k^T rather than adding to it.
+    The scores are made from q and k rotated by their positions
+    (:func:`query_key_positions`), so a rotation replaces the plain q k^T rather than adding
+    to it; T_k is the length attended to, what a length-dependent rotation reads.
     """
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
         raise NotImplementedError
-
-
-def _positions(q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
-    """Query positions T_k - T_q .. T_k - 1 and key positions 0 .. T_k - 1, after checking q, k."""
-    for name, t in (("q", q), ("k", k)):
-        check_tensor(name, t, "float", "(..., T, d_k)")
-        if t.dim() < 2:
-            raise ValueError(f"{name} must be (..., T, d_k); got {name} of shape {format_shape(t)}")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share d_k; got q {format_shape(q)} and k {format_shape(k)}")
-    T_q, T_k = q.shape[-2], k.shape[-2]
-    if T_q > T_k:
-        raise ValueError(f"queries are the last T_q of T_k positions; got T_q={T_q} > T_k={T_k}")
-    return torch.arange(T_k - T_q, T_k, device=q.device), torch.arange(T_k, device=q.device)
 
 
 class RoPE(Rotation):
@@ -131,11 +110,10 @@ class RoPE(Rotation):
 
     def __init__(self, base: float = 10000.0, layout: str = "interleaved"):
         super().__init__()
-        self.base = _check_base(base)
-        self.layout = check_choice("layout", layout, ("interleaved", "half"))
+        self.base, self.layout = base, layout  # apply_rope checks them
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
-        q_pos, k_pos = _positions(q, k)
+        q_pos, k_pos = query_key_positions(q.shape[-2], k.shape[-2], q.device)
         q = apply_rope(q, q_pos, self.base, self.layout)  # (..., T_q, d_k)
         k = apply_rope(k, k_pos, self.base, self.layout)  # (..., T_k, d_k)
         return attention_scores(q, k, scale)  # (..., T_q, T_k)
@@ -147,21 +125,11 @@ def rerope_positions(distance: Tensor, window: int, leaky: float | None = None) 
     distance below ``window``: unchanged. From ``window`` on: ``window`` (ReRoPE), or
     window + (distance - window) / leaky (Leaky ReRoPE, slope 1/leaky, leaky >= 1).
     """
-    window, leaky = _check_window(window, leaky)
-    distance = to_tensor("distance", distance, "real", "(i - j for each pair)")
-    if distance.is_floating_point() and not torch.isfinite(distance).all():
-        raise ValueError("distance must be finite; got NaN or inf among them")
+    distance = torch.as_tensor(distance)
     far = torch.full_like(distance, window, dtype=torch.float64)
     if leaky is not None:
         far = window + (distance - window) / leaky
     return torch.where(distance < window, distance.to(torch.float64), far)
-
-
-def _check_window(window: int, leaky: float | None) -> tuple[int, float | None]:
-    window = check_int("window", window)
-    if leaky is not None:
-        leaky = check_real("leaky", leaky, minimum=1, why="(the k of slope 1/k), or None")
-    return window, leaky
 
 
 class ReRoPE(Rotation):
@@ -175,11 +143,12 @@ class ReRoPE(Rotation):
 
     def __init__(self, window: int, leaky: float | None = None, base: float = 10000.0):
         super().__init__()
-        self.window, self.leaky = _check_window(window, leaky)
-        self.base = _check_base(base)
+        if not window >= 1 or not (leaky is None or leaky >= 1):
+            raise ValueError(f"ReRoPE needs window >= 1, leaky None or >= 1; got {window}, {leaky}")
+        self.window, self.leaky, self.base = window, leaky, base
 
     def forward(self, q: Tensor, k: Tensor, scale: float) -> Tensor:
-        q_pos, k_pos = _positions(q, k)
+        q_pos, k_pos = query_key_positions(q.shape[-2], k.shape[-2], q.device)
         near = attention_scores(
             apply_rope(q, q_pos, self.base), apply_rope(k, k_pos, self.base), scale
         )  # (..., T_q, T_k)

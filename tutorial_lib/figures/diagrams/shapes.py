@@ -112,14 +112,14 @@ def transformer_shapes() -> dict[str, str]:
         enc, dec = model.encoder.layers[0], model.decoder.layers[0]
         watched = {
             "enc_embed": model.encoder.embed,
-            "enc_attn": enc.self_attn,
+            "enc_attn": enc.self_attention,
             "enc_hidden": enc.ffn.w_1,
-            "enc_out": enc.ffn_layer_norm,
+            "enc_out": enc.ffn_norm,
             "dec_embed": model.decoder.embed,
-            "dec_attn": dec.self_attn,
-            "cross": dec.cross_attn,
+            "dec_attn": dec.self_attention,
+            "cross": dec.cross_attention,
             "dec_hidden": dec.ffn.w_1,
-            "dec_out": dec.ffn_layer_norm,
+            "dec_out": dec.ffn_norm,
         }
         handles = [
             module.register_forward_hook(_recorder(seen, name), with_kwargs=True)
