@@ -104,6 +104,6 @@ def test_a_layer_cache_reorders_its_keys_values_and_padding_together():
     cache = LayerCache(torch.zeros(3, 4, 2, 4), torch.zeros(3, 4, 2, 4), KVCache())
     cache.past.append(torch.randn(3, 4, 5, 4), torch.randn(3, 4, 5, 4))
     cache.real = torch.rand(3, 5) > 0.5
-    k, real = cache.self_k.clone(), cache.real.clone()
+    k, real = cache.past.k.clone(), cache.real.clone()
     cache.reorder(torch.tensor([1, 1, 2]))
-    assert torch.equal(cache.self_k, k[[1, 1, 2]]) and torch.equal(cache.real, real[[1, 1, 2]])
+    assert torch.equal(cache.past.k, k[[1, 1, 2]]) and torch.equal(cache.real, real[[1, 1, 2]])

@@ -143,7 +143,7 @@ def test_cached_steps_give_the_logits_of_full_recomputation(dtype, atol, rtol):
         caches = m.decoder.start_cache(memory)
         steps = [m.decoder.step(tgt[:, t : t + 1], t, caches, src_mask)[0] for t in range(8)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=atol, rtol=rtol)
-    assert caches[0].self_k.shape == (3, 4, 8, 4)  # (B, H, t, d_k): one row per step
+    assert caches[0].past.k.shape == (3, 4, 8, 4)  # (B, H, t, d_k): one row per step
     assert caches[0].cross_k.shape == (3, 4, 8, 4)  # (B, H, T_src, d_k): made once
 
 
@@ -249,7 +249,7 @@ def test_grouped_query_heads_shrink_the_decoders_cache_and_keep_its_logits():
         caches = m.decoder.start_cache(memory)
         steps = [m.decoder.step(tgt[:, t : t + 1], t, caches, src_mask)[0] for t in range(6)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full)
-    assert caches[0].self_k.shape == (2, 2, 6, 4)  # (B, H_kv, t, d_k): half of H = 4 heads
+    assert caches[0].past.k.shape == (2, 2, 6, 4)  # (B, H_kv, t, d_k): half of H = 4 heads
 
 
 @pytest.mark.parametrize("B, T_src, T_tgt, D, H, N", [(2, 5, 4, 512, 8, 6), (1, 16, 3, 64, 2, 1)])

@@ -290,11 +290,3 @@ class MultiHeadAttention(Attention):
 
         # 6. Residual, then LayerNorm (post-LN, as in the paper and the seed code).
         return self.layer_norm(self.dropout(out) + residual), weights  # (B, T_q, D)
-
-
-def __getattr__(name: str):
-    if name == "check_shape":  # chapters Q0, Q1 and Q4 import it from here; it is a check
-        from .checks.shapes import check_shape
-
-        return check_shape
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -105,9 +105,6 @@ class LayerCache:
         self.past.reorder(index)
         self.real = self.real[index]
 
-    self_k = property(lambda self: self.past.k)  # (B, H_kv, t, d_k), as chapter Q5 reads it
-    self_v = property(lambda self: self.past.v)
-
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention to the encoder memory, then feed-forward."""

@@ -31,7 +31,6 @@ from .seed_ensemble import Ensemble
 
 __all__ = [
     "CHAPTER_VARIANTS",
-    "VARIANTS",
     "ExtrapolationConfig",
     "PositionModel",
     "lag_copy_batch",
@@ -49,7 +48,6 @@ __all__ = [
 # What chapter Q3b compares, in its order: rows of tutorial_lib.positional.VARIANTS, named here so
 # that a new row there does not change the chapter.
 CHAPTER_VARIANTS = ("none", "learned", "sinusoidal", "shaw", "xl", "t5", "alibi", "rope", "rerope")
-VARIANTS = list(CHAPTER_VARIANTS)  # the lab's old name for the same list
 
 
 @dataclass
