@@ -24,7 +24,6 @@ import tutorial_lib
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = chapters()
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -34,23 +33,31 @@ def first_code_cell(path):
     return "".join(cell["source"]), cell["metadata"].get("tags", [])
 
 
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+VERSION, DISTRIBUTION = PROJECT["version"], PROJECT["name"]
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_install_cell_is_first_and_points_to_this_books_release(path):
+def test_install_cell_is_first_and_installs_this_books_release(path):
     source, tags = first_code_cell(path)
     assert 'find_spec("tutorial_lib") is None' in source
     assert "hide-cell" in tags
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    url = re.search(r'"git\+(\S+)@v([\d.]+)"', source)
-    assert url, "the install cell must name the repository and a version tag"
-    assert url.group(1) == config["repository"]["url"]
-    assert url.group(2) == VERSION
+    release = re.search(r'"TUTORIAL_LIB_SOURCE", "([\w-]+)==([\d.]+)"', source)
+    assert release, "the install cell must name the published distribution and its version"
+    assert release.groups() == (DISTRIBUTION, VERSION)
 
 
-def test_version_tag_and_library_agree():
-    """The release step (README): bump pyproject, tag v<version>, regenerate the notebooks."""
-    assert tutorial_lib.__version__ == VERSION
+def test_the_cells_fallback_and_pyproject_name_the_books_repository():
     source, _ = first_code_cell(CHAPTERS[0])
-    assert f"@v{tutorial_lib.__version__}" in source
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert f"%pip install git+{config['repository']['url']}" in source
+    assert PROJECT["urls"]["Source"] == config["repository"]["url"]
+    assert PROJECT["urls"]["Homepage"] == config["sphinx"]["config"]["html_baseurl"]
+
+
+def test_version_and_library_agree():
+    """Releasing is: bump pyproject and __version__, tag v<version> (README)."""
+    assert tutorial_lib.__version__ == VERSION
 
 
 def test_install_cells_are_identical():
@@ -64,7 +71,7 @@ def test_the_cell_pins_the_books_torch():
     assert f'"{torch_pin}"' in source
 
 
-def run_cell(monkeypatch, missing):
+def run_cell(monkeypatch, missing, returncode=0):
     """Run the install cell with ``missing`` modules absent and pip replaced by a recorder."""
     source, _ = first_code_cell(CHAPTERS[0])
     real_find_spec = importlib.util.find_spec
@@ -74,7 +81,12 @@ def run_cell(monkeypatch, missing):
         "find_spec",
         lambda name, *args: None if name in missing else real_find_spec(name, *args),
     )
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append([str(c) for c in cmd]))
+
+    def record(cmd, **kw):
+        calls.append([str(c) for c in cmd])
+        return subprocess.CompletedProcess(cmd, returncode)
+
+    monkeypatch.setattr(subprocess, "run", record)
     monkeypatch.delenv("TUTORIAL_LIB_SOURCE", raising=False)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
@@ -92,7 +104,7 @@ def test_an_installed_torch_is_left_alone(monkeypatch):
     assert len(calls) == 1
     [pip] = calls
     assert pip[:4] == [sys.executable, "-m", "pip", "install"]
-    assert pip[-1].endswith(f"@v{VERSION}") and "torch" not in " ".join(pip)
+    assert pip[-1] == f"{DISTRIBUTION}=={VERSION}" and "torch" not in " ".join(pip)
     assert "--index-url" not in pip  # tutorial_lib's own dependencies come from PyPI
     assert printed.startswith("Installed") and printed.count("\n") == 1
 
@@ -101,8 +113,13 @@ def test_a_missing_torch_comes_from_pytorchs_cpu_index_for_torch_only(monkeypatc
     calls, printed = run_cell(monkeypatch, missing=("tutorial_lib", "torch"))
     torch, library = calls
     assert torch[4:] == ["--quiet", "torch==2.13.0", "--index-url", CPU_INDEX]
-    assert "--index-url" not in library and library[-1].endswith(f"@v{VERSION}")
+    assert "--index-url" not in library and library[-1] == f"{DISTRIBUTION}=={VERSION}"
     assert printed.count("\n") == 1
+
+
+def test_when_the_release_is_missing_the_learner_is_told_what_to_do(monkeypatch):
+    with pytest.raises(RuntimeError, match=r"could not install .*%pip install git\+https://"):
+        run_cell(monkeypatch, missing=("tutorial_lib",), returncode=1)
 
 
 def test_install_cell_really_does_nothing_where_tutorial_lib_is_installed():

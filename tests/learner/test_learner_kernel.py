@@ -88,12 +88,12 @@ def base_env() -> Path:
 
 @pytest.fixture(scope="session")
 def release(tmp_path_factory) -> Path:
-    """A wheel of this checkout's library, standing in for the git tag the cell names."""
+    """A wheel of this checkout's library, standing in for the release the cell names."""
     copy = tmp_path_factory.mktemp("checkout")
     shutil.copytree(
         ROOT / "tutorial_lib", copy / "tutorial_lib", ignore=shutil.ignore_patterns("__pycache__")
     )
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, copy / name)
     wheels = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
@@ -102,7 +102,7 @@ def release(tmp_path_factory) -> Path:
         text=True,
     )
     assert built.returncode == 0, built.stderr[-3000:]
-    [wheel] = wheels.glob("tutorial_lib-*.whl")
+    [wheel] = wheels.glob("attention_one_question-*.whl")
     return wheel
 
 
