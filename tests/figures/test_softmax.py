@@ -15,14 +15,22 @@ def _xticks(frame: str) -> list[str]:
     return re.findall(r'text-anchor="middle">(-?\d+)</text>', first)
 
 
-def test_scores_axis_is_the_same_for_every_d_k_so_the_histogram_visibly_widens():
+@pytest.mark.parametrize(("scaling", "half_width"), [("none", 4.5 * 32), ("1/√d_k", 4.5)])
+def test_scores_axis_is_the_same_for_every_d_k_so_the_histogram_visibly_widens(scaling, half_width):
     explorer = saturation_explorer()
-    frames = {d_k: explorer.render(d_k=d_k, scaling="none", T=64) for d_k in explorer.grid["d_k"]}
+    frames = {d_k: explorer.render(d_k=d_k, scaling=scaling, T=64) for d_k in explorer.grid["d_k"]}
     ticks = {tuple(_xticks(f)) for f in frames.values()}
-    assert len(ticks) == 1, ticks  # one x-axis for all d_k
+    assert len(ticks) == 1, ticks  # one x-axis for all d_k of this scaling
     for d_k, frame in frames.items():
-        assert f"the axis spans ±{4.5 * math.sqrt(1024):.0f} for every d_k" in frame
-        assert f"standard deviation {math.sqrt(d_k):.3g}" in frame
+        assert f"the axis spans ±{half_width:.3g} for every d_k at this scaling" in frame
+        std = math.sqrt(d_k) if scaling == "none" else 1.0
+        assert f"standard deviation {std:.3g}" in frame
+
+
+def test_scaled_frames_get_an_axis_of_their_own_size():
+    explorer = saturation_explorer()
+    unscaled, scaled = (explorer.render(d_k=64, scaling=s, T=64) for s in ("none", "1/√d_k"))
+    assert max(int(t) for t in _xticks(scaled)) < max(int(t) for t in _xticks(unscaled)) / 10
 
 
 @pytest.mark.parametrize("scaling", list(SCALINGS))

@@ -240,7 +240,7 @@ def check_attention(fn: Callable[..., tuple[Tensor, Tensor]]) -> None:
             config = sizes + ("" if this_mask is None else f", a {c['mask']} mask")
             compare_and_explain(
                 check,
-                "your weights",
+                "your weight matrix",
                 weights,
                 expected_weights,
                 _mistakes(q, k, v, this_mask),

@@ -7,7 +7,6 @@ Introduced in chapter Q2 ("Why are the scores divided by sqrt(d_k)?").
 
 from __future__ import annotations
 
-import functools
 import html
 import math
 
@@ -30,18 +29,18 @@ def saturation_html(
 ) -> str:
     """The saturation explorer's frame: scores, one query's weights, and three medians.
 
-    Left: histogram of the n_query x T scores on an x-axis that stays the same for every
-    d_k (``x_max``, default 4.5 sqrt(d_k)), so unscaled scores visibly widen as d_k grows
-    and scaled ones do not; shaded: +-3 standard deviations (the range popular
-    explanations quote); dotted: the mean of each row's largest score. Middle: the
-    weights of one typical query, sorted. Below: the medians over queries of
-    entropy / log T, the largest weight and ||J||_F itself (its bar is full at the
-    maximum, 1/2). Medians describe a typical query: when the scores are spread wide,
+    Left: histogram of the n_query x T scores on an x-axis of half-width ``x_max`` (default
+    4.5 standard deviations); the explorer keeps it the same for every d_k of one scaling,
+    so unscaled scores visibly widen as d_k grows and scaled ones do not; shaded: +-3
+    standard deviations (the range popular explanations quote); dotted: the mean of each
+    row's largest score. Middle: the weights of one typical query, sorted. Below: the
+    medians over queries of entropy / log T, the largest weight and ||J||_F itself (its bar
+    is full at the maximum, 1/2). Medians describe a typical query: when the scores are spread wide,
     a few near-ties keep the mean Jacobian norm up while most rows pass almost nothing.
     """
     scale = score_scale(d_k, scaling)
     std = scale * math.sqrt(d_k)  # the scores' standard deviation in theory
-    x_max = 4.5 * math.sqrt(d_k) if x_max is None else x_max
+    x_max = 4.5 * std if x_max is None else x_max
     with one_thread():
         scores = scale * random_dot_products(d_k, T, n_query, seed)  # (n_query, T)
         weights = torch.softmax(scores, dim=-1)  # (n_query, T)
@@ -95,7 +94,7 @@ def saturation_html(
     )
     caption = (
         f"d_k = {d_k}, T = {T}, scaling {scaling}: scores have standard deviation {std:.3g}; "
-        f"the axis spans ±{x_max:.0f} for every d_k."
+        f"the axis spans ±{x_max:.3g} for every d_k at this scaling."
     )
     return row(hist.svg(), weights_panel.svg()) + legend + bars + _caption(caption)
 
@@ -138,8 +137,15 @@ def saturation_explorer(
 ):
     """The chapter's explorer over d_k (log steps), the scaling and T: 30 frames by default."""
     d_ks = list(d_ks)
+
+    def frame(d_k: int, scaling: str, T: int) -> str:
+        # One axis per scaling, 4.5 standard deviations of its widest frame: unscaled scores
+        # widen with d_k on it, and scaled ones do not shrink to a sliver on the unscaled axis.
+        widest = max(score_scale(d, scaling) * math.sqrt(d) for d in d_ks)
+        return saturation_html(d_k, scaling, T, x_max=4.5 * widest)
+
     return Explorer(
-        functools.partial(saturation_html, x_max=4.5 * math.sqrt(max(d_ks))),
+        frame,
         {"d_k": d_ks, "scaling": list(scalings), "T": list(Ts)},
         kind="html",
         labels={"d_k": "d_k", "scaling": "scaling", "T": "T (keys)"},
