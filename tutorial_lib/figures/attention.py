@@ -159,7 +159,7 @@ def shape_trace_html(B: int, T: int, d_model: int, n_head: int) -> str:
         "Rows follow MultiHeadAttention.forward, which projects keys and values first "
         "(project_kv, the part a decoder caches), then the queries. Last column: a stripe "
         "of H colours where the last axis holds the heads side by side; <i>own axis</i> where "
-        "the heads have an axis of their own; — once W<sup>O</sup> has mixed them."
+        "the heads have an axis of their own; — once the output projection w_o has mixed them."
     )
     return (
         f'<table class="shape-trace" style="font-size:14px;border-collapse:collapse;color:{INK}">'
