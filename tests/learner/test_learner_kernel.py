@@ -4,7 +4,7 @@ The kernel's environment holds only what Colab brings that the chapters use (PyT
 2.13.0, numpy, matplotlib, ipywidgets 7 and ipykernel), none of the book's build tools,
 and nothing of the book's own environment. Each notebook gets a fresh environment on top
 of that one, so its first cell must install tutorial_lib itself: from a wheel of this
-checkout, standing in for the git tag the cell names.
+checkout, standing in for the release the cell names.
 
 Slow (minutes): `make test-learner`, part of `make test`. The base environment is cached
 in _build/learner-kernel/<key>, where the key is a hash of everything it is made from.
@@ -27,7 +27,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+DISTRIBUTION, VERSION = PROJECT["name"], PROJECT["version"]
 # Colab's widget library is ipywidgets 7 (its front-end does not show 8's core widgets).
 KERNEL_PACKAGES = [
     "torch==2.13.0",
@@ -177,7 +178,7 @@ def test_learner_notebook_runs_top_to_bottom_in_a_colab_like_kernel(path, execut
     install = outputs_text(next(c for c in nb.cells if c.cell_type == "code"))
     lines = install.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Installed "), install
-    assert f"tutorial_lib {VERSION}" in lines[0], install
+    assert f"{DISTRIBUTION} {VERSION}" in lines[0], install
     assert "torch" not in lines[0], "the install cell must leave an installed torch alone"
 
     probe = outputs_text(nb.cells[-1])
