@@ -96,7 +96,8 @@ class ScaledDotProductAttention(nn.Module):
 
     ``forward(q, k, v, mask=None) -> (output, weights)``, shapes as in
     :func:`scaled_dot_product_attention`. ``attn_dropout`` zeroes weights while training, as the
-    seed code does: tensor2tensor's ``attention_dropout``, not the paper's, whose section 5.4
+    seed code does: tensor2tensor's ``attention_dropout`` (0 in ``transformer_base_v1``, the
+    paper's configuration; 0.1 from ``transformer_base_v2``), not the paper's, whose section 5.4
     drops sub-layer outputs and embedding sums. Subclasses change how scores are made in
     :meth:`get_scores` (chapter Q3b's do). The last weights are kept in ``self.weights``.
     """
