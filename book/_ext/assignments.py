@@ -275,10 +275,7 @@ def solution_cell(q: Question) -> str:
     parts.append(
         helpers + "\n".join([*head, f"{indent}# BEGIN SOLUTION", *code, f"{indent}# END SOLUTION"])
     )
-    parts.append(
-        f"# Then run {q.check}({q.function}): it is quiet when your function is right, and "
-        "names the mistake when it is not."
-    )
+    parts.append(f"# Then run {q.check}({q.function}): quiet when right, it names the mistake.")
     return "\n\n\n".join(parts)
 
 
