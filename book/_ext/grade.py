@@ -296,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         args.submissions, out, args.assignments, args.assignment, args.timeout, args.workers
     )
     seconds = time.monotonic() - started
-    print(f"graded {len(grades)} submissions in {seconds:.0f} s: {out / 'grades.csv'}")
+    many = "submission" if len(grades) == 1 else "submissions"
+    print(f"graded {len(grades)} {many} in {seconds:.0f} s: {out / 'grades.csv'}")
     for g in grades:
         total, possible = sum(g.scores.values()), sum(g.possible.values())
         took = f", {g.seconds:.0f} s" if g.seconds else ""
