@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 SETUP_STAMP := $(VENV)/.setup-done
+GRADING_STAMP := $(VENV)/.grading-done
 WEB_STAMP := webassets/.web-done
 HTML := _build/html
 PORT ?= 8000
@@ -12,8 +13,9 @@ PORT ?= 8000
 export OMP_NUM_THREADS ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup web book book-instructor notebooks notebooks-instructor serve test test-unit \
-	test-book test-seeds test-learner lint dist bench clean
+.PHONY: help setup grading web book book-instructor notebooks notebooks-instructor serve test \
+	test-unit test-book test-seeds test-learner test-grading test-grading-corpora assignments grade \
+	lint dist bench clean
 
 help:
 	@echo "make book   set up, then build the HTML book into $(HTML) (executes every notebook)"
@@ -21,6 +23,8 @@ help:
 	@echo "make book-instructor  the same book with every solution shown, in $(INSTRUCTOR)"
 	@echo "make notebooks  after make book: refresh the learner notebooks in notebooks/ (commit them)"
 	@echo "make notebooks-instructor  after make book: notebooks with solutions, in $(INSTRUCTOR)/notebooks"
+	@echo "make assignments  graded assignments from the chapters, in _build/assignments (BOOK_SEED=<yours>)"
+	@echo "make grade SUBMISSIONS=<folder>  grade every submission in a folder (grades.csv, feedback/)"
 	@echo "make serve  serve $(HTML) on http://127.0.0.1:$(PORT)"
 	@echo "make bench  build and explorer timings (see benchmarks/README.md)"
 
@@ -30,6 +34,14 @@ $(SETUP_STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+# otter-grader, for assignments and grading only: requirements-grading.txt says why it is apart.
+grading: $(GRADING_STAMP)
+
+$(GRADING_STAMP): $(SETUP_STAMP) requirements-grading.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-grading.txt
+	$(PY) -m pip check
 	touch $@
 
 # MathJax, require.js and the ipywidgets HTML manager, from the npm registry, served by the book itself.
@@ -72,6 +84,20 @@ serve:
 	@test -f $(HTML)/index.html || { echo "No book yet: run 'make book' first."; exit 1; }
 	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(HTML)
 
+# Graded assignments from the chapters' marked exercises (book/_ext/assignments.py): student
+# notebooks, autograder zips and solutions in _build/assignments. Numeric answers follow BOOK_SEED:
+# give your course its own, `BOOK_SEED=<private number> make assignments`.
+assignments: grading
+	$(PY) book/_ext/assignments.py
+
+# Every file in SUBMISSIONS against its assignment's autograder, one per core, TIMEOUT seconds
+# each (default 300); ASSIGNMENT=<chapter> when the notebooks do not name theirs.
+grade: grading
+	@test -n "$(SUBMISSIONS)" || { echo "make grade SUBMISSIONS=<folder of submissions>"; exit 2; }
+	@test -d _build/assignments/autograder || { echo "No assignments yet: run 'make assignments' first."; exit 1; }
+	$(PY) book/_ext/grade.py "$(SUBMISSIONS)" $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) \
+		$(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(GRADES),--out $(GRADES))
+
 # Code and notebooks; the GitHub workflows against GitHub's schema and zizmor's security audits
 # (both offline); the wheel and sdist as the package index will read them.
 lint: setup
@@ -88,10 +114,19 @@ dist: setup
 	$(BIN)/twine check --strict _build/dist/*
 
 test-unit: setup
-	$(BIN)/pytest -q -n 2 tests --ignore=tests/built --ignore=tests/learner
+	$(BIN)/pytest -q -n 2 tests --ignore=tests/built --ignore=tests/learner --ignore=tests/assignments
 
-# Every learner notebook, top to bottom, in a Colab-like kernel (minutes; its environment is cached).
-test-learner: setup
+# Assignments built and a folder of generated submissions graded: a sample of the self-checks'
+# corpora of wrong implementations (at most two minutes); test-grading-corpora grades them all.
+test-grading: grading
+	$(BIN)/pytest -q -p no:xdist tests/assignments
+
+test-grading-corpora: grading
+	GRADING_CORPORA=all $(BIN)/pytest -q -p no:xdist tests/assignments
+
+# Every learner notebook and every assignment's student notebook, top to bottom, in a Colab-like
+# kernel (minutes; its environment is cached).
+test-learner: setup assignments
 	$(BIN)/pytest -q tests/learner
 
 # `make test` always builds the offline way: no npm is an error here, not a fallback.
@@ -119,7 +154,7 @@ test-seeds: setup web
 
 # The three slow parts share nothing, and each keeps about one core busy (the chapters train
 # tiny models on one thread), so they run side by side; each one's output comes when it ends.
-test: lint test-unit
+test: lint test-unit test-grading
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-book test-seeds test-learner
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
 	# One process: each page is loaded once per view and shared by every test that reads it

@@ -1,4 +1,5 @@
-"""The README's chapter table says what each chapter says of itself."""
+"""The instructors' chapter table (book/instructors.md, which README links) says what each
+chapter says of itself."""
 
 import json
 import re
@@ -29,14 +30,22 @@ def chapter_times() -> dict[str, tuple[int, int]]:
     return found
 
 
-def readme_times() -> dict[str, tuple[int, int]]:
+def table_times() -> dict[str, tuple[int, int]]:
     rows = re.findall(
-        r"^\| (Q\d+[a-z]?) · [^|]+\| (\d+) / (\d+) min \|", (ROOT / "README.md").read_text(), re.M
+        r"^\| (Q\d+[a-z]?) · [^|]+\| (\d+) / (\d+) min \|",
+        (ROOT / "book" / "instructors.md").read_text(),
+        re.M,
     )
     return {name.upper(): (int(a), int(b)) for name, a, b in rows}
 
 
-def test_readme_table_matches_every_chapters_time_needed():
+def test_instructors_table_matches_every_chapters_time_needed():
     times = chapter_times()
     assert len(times) == len(chapters()), "every chapter of _toc.yml has a Time needed line"
-    assert readme_times() == times
+    assert table_times() == times
+
+
+def test_readme_sends_instructors_to_the_page():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## For instructors", 1)[1].split("\n## ", 1)[0]
+    assert "(book/instructors.md)" in section and "book/instructors.html" in section

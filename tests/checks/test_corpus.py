@@ -4,6 +4,8 @@ Issue 15's bar: no wrong implementation passes (each corpus test checks that), a
 quarter get the generic "none of the common mistakes checked" message.
 """
 
+import inspect
+
 import pytest
 
 from tests.checks import test_attention, test_masks, test_multihead, test_norms, test_positional
@@ -16,6 +18,14 @@ CORPORA = [
     (checks.check_layer_norm, test_norms.WRONG),
     (checks.check_sinusoidal_encoding, test_positional.SINUSOID_WRONG),
     (checks.check_rope, test_positional.ROPE_WRONG),
+]
+RIGHT = [
+    (checks.check_attention, test_attention.CORRECT),
+    (checks.check_causal_mask, test_masks.CORRECT),
+    (checks.check_multihead, test_multihead.CORRECT),
+    (checks.check_layer_norm, test_norms.CORRECT),
+    (checks.check_sinusoidal_encoding, test_positional.SINUSOID_CORRECT),
+    (checks.check_rope, test_positional.ROPE_CORRECT),
 ]
 
 
@@ -34,3 +44,34 @@ def test_at_most_a_quarter_of_wrong_implementations_get_the_generic_message():
     messages = [feedback(check, fn) for check, wrong in CORPORA for fn, _ in wrong.values()]
     generic = [m for m in messages if "none of the common mistakes" in m]
     assert len(generic) <= len(messages) / 4, generic
+
+
+# A grader's hidden tests run each check with other_settings: other sizes, other draws.
+@pytest.mark.parametrize("seed", [0, 12345])
+def test_the_other_settings_pass_every_correct_implementation(seed):
+    for check, right in RIGHT:
+        for name, fn in right.items():
+            assert check(fn, **checks.other_settings(check, seed)) is None, (check, name)
+
+
+@pytest.mark.parametrize("seed", [0, 12345])
+def test_the_other_settings_fail_every_wrong_implementation(seed):
+    for check, wrong in CORPORA:
+        for name, (fn, _) in wrong.items():
+            with pytest.raises(AssertionError, match=f"^{check.__name__}: "):
+                check(fn, **checks.other_settings(check, seed))
+            assert name
+
+
+def test_the_other_settings_differ_from_a_learners_call():
+    for check, _ in CORPORA:
+        settings = checks.other_settings(check, seed=0)
+        for keyword, value in settings.items():
+            default = inspect.signature(check).parameters[keyword].default
+            if keyword != "seed":
+                assert not set(map(repr, value)) & set(map(repr, default)), check.__name__
+
+
+def test_other_settings_names_the_checks_it_knows():
+    with pytest.raises(ValueError, match="knows the checks check_attention, .*; got"):
+        checks.other_settings(checks.check_shape, seed=0)

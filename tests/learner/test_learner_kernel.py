@@ -1,4 +1,5 @@
-"""Every learner notebook runs top to bottom in a kernel like Colab's, from its install cell on.
+"""Every learner notebook runs top to bottom in a kernel like Colab's, from its install cell on,
+and so does every assignment's student notebook (`make assignments`, `_build/assignments/student`).
 
 The kernel's environment holds only what Colab brings that the chapters use (PyTorch
 2.13.0, numpy, matplotlib, ipywidgets 7 and ipykernel), none of the book's build tools,
@@ -27,6 +28,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+ASSIGNMENTS = sorted((ROOT / "_build" / "assignments" / "student").glob("*.ipynb"))
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 DISTRIBUTION, VERSION = PROJECT["name"], PROJECT["version"]
 # Colab's widget library is ipywidgets 7 (its front-end does not show 8's core widgets).
@@ -139,6 +141,7 @@ seen = [p for p in os.environ["BOOK_PATHS_NOT_TO_SEE"].split(os.pathsep) if p in
 print("build tools:", [m for m in {BUILD_TOOLS!r} if importlib.util.find_spec(m)])
 print("book paths:", seen)
 print("ipywidgets", ipywidgets.__version__)
+print("otter loaded:", any(m.split(".")[0] == "otter" for m in sys.modules))
 """
 
 
@@ -151,7 +154,7 @@ def executed(base_env, release, tmp_path_factory) -> dict:
     """Every learner notebook run in its own fresh kernel, two at a time (two cores)."""
 
     def run(path: Path):
-        where = tmp_path_factory.mktemp(path.stem)
+        where = tmp_path_factory.mktemp(f"{path.parent.name}-{path.stem}")
         fresh_kernel(base_env, where, release)
         work = where / "content"  # like Colab's /content: the notebook alone
         work.mkdir()
@@ -166,20 +169,29 @@ def executed(base_env, release, tmp_path_factory) -> dict:
         )
         return done, nbformat.read(work / path.name, as_version=4)
 
+    every = [*NOTEBOOKS, *ASSIGNMENTS]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip((p.name for p in NOTEBOOKS), pool.map(run, NOTEBOOKS), strict=True))
+        return dict(zip((key(p) for p in every), pool.map(run, every), strict=True))
+
+
+def key(path: Path) -> str:
+    return f"assignment {path.name}" if path in ASSIGNMENTS else path.name
+
+
+def install_line(nb) -> str:
+    install = outputs_text(next(c for c in nb.cells if c.cell_type == "code"))
+    lines = install.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Installed "), install
+    assert f"{DISTRIBUTION} {VERSION}" in lines[0], install
+    assert "torch" not in lines[0], "the install cell must leave an installed torch alone"
+    return lines[0]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_learner_notebook_runs_top_to_bottom_in_a_colab_like_kernel(path, executed):
     done, nb = executed[path.name]
     assert done.returncode == 0, f"{path.name} failed:\n{done.stderr[-4000:]}"
-
-    install = outputs_text(next(c for c in nb.cells if c.cell_type == "code"))
-    lines = install.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Installed "), install
-    assert f"{DISTRIBUTION} {VERSION}" in lines[0], install
-    assert "torch" not in lines[0], "the install cell must leave an installed torch alone"
+    install_line(nb)
 
     probe = outputs_text(nb.cells[-1])
     assert "build tools: []" in probe and "book paths: []" in probe, probe
@@ -196,3 +208,18 @@ def test_learner_notebook_runs_top_to_bottom_in_a_colab_like_kernel(path, execut
         # Live on ipywidgets 7: the widget view is there, and no fallback line.
         assert "application/vnd.jupyter.widget-view+json" in output["data"]
         assert "Live controls are off" not in output["data"]["text/html"]
+
+
+def test_there_are_assignment_notebooks_to_run():
+    assert ASSIGNMENTS, "no student notebooks in _build/assignments: run `make assignments`"
+
+
+@pytest.mark.parametrize("path", ASSIGNMENTS, ids=lambda p: p.name)
+def test_assignment_student_notebook_runs_in_a_colab_like_kernel_without_otter(path, executed):
+    """As handed out, unanswered: it runs top to bottom, and nothing of otter-grader loads."""
+    done, nb = executed[key(path)]
+    assert done.returncode == 0, f"{path.name} failed:\n{done.stderr[-4000:]}"
+    install_line(nb)
+    probe = outputs_text(nb.cells[-1])
+    assert "build tools: []" in probe and "book paths: []" in probe, probe
+    assert "ipywidgets 7.7.1" in probe and "otter loaded: False" in probe, probe

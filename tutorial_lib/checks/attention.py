@@ -16,7 +16,7 @@ from torch import Tensor
 from ..attention import attention_scores, causal_mask, masked_softmax, scaled_dot_product_attention
 from .engine import Mistake, call_learner, compare_and_explain, describe, expect_tensor, fail, same
 
-__all__ = ["attention_check_inputs", "check_attention"]
+__all__ = ["attention_check_inputs", "check_attention", "CONFIGS", "OTHER_CONFIGS"]
 
 # Sizes the check tries: no two of T_q, T_k, d_k, d_v equal, so every axis mix-up shows;
 # 4-D inputs with heads and 3-D inputs without; a random, a padding and a causal mask.
@@ -25,9 +25,16 @@ CONFIGS = (
     {"lead": (1, 3), "T_q": 4, "T_k": 2, "d_k": 9, "d_v": 5, "mask": "padding"},
     {"lead": (3,), "T_q": 4, "T_k": 4, "d_k": 8, "d_v": 3, "mask": "causal"},
 )
+# Other sizes with the same properties (random and padding masks are 4-D; a random one needs
+# T_q <= T_k and T_k >= 3): what a grader tries beyond the learner's own check.
+OTHER_CONFIGS = (
+    {"lead": (3, 2), "T_q": 2, "T_k": 7, "d_k": 12, "d_v": 4, "mask": "random"},
+    {"lead": (2, 3), "T_q": 5, "T_k": 3, "d_k": 20, "d_v": 7, "mask": "padding"},
+    {"lead": (2,), "T_q": 6, "T_k": 6, "d_k": 10, "d_v": 9, "mask": "causal"},
+)
 
 
-def attention_check_inputs(seed: int = 0, config: int = 0) -> dict[str, Tensor]:
+def attention_check_inputs(seed: int = 0, config: int | dict = 0) -> dict[str, Tensor]:
     """The inputs :func:`check_attention` tries: q, k, v and a mask, for one of its configs.
 
     Config 0: q (B, H, T_q, d_k) = (2, 2, 3, 16), k (2, 2, 5, 16), v (2, 2, 5, 6). Entries
@@ -35,10 +42,11 @@ def attention_check_inputs(seed: int = 0, config: int = 0) -> dict[str, Tensor]:
     sqrt(d_k) and by 1/d_k it is 1/sqrt(d_k), so softmax is far from one-hot and the
     scalings give clearly different weights. Every mask lets every query see at least one
     key and blocks at least one, and so does its opposite, so a flipped convention gives
-    finite, recognisable weights.
+    finite, recognisable weights. ``config`` is an index into CONFIGS or a config of its own.
     """
-    c = CONFIGS[config]
-    generator = torch.Generator().manual_seed(seed + 101 * config)
+    if isinstance(config, int):  # each of CONFIGS draws from its own seed
+        seed, config = seed + 101 * config, CONFIGS[config]
+    c, generator = config, torch.Generator().manual_seed(seed)
     lead, T_q, T_k = c["lead"], c["T_q"], c["T_k"]
     q = torch.randn(*lead, T_q, c["d_k"], generator=generator)
     k = torch.randn(*lead, T_k, c["d_k"], generator=generator)
@@ -206,7 +214,9 @@ def _split_result(check: str, result: Any, call: str, q: Tensor, k: Tensor, v: T
     return output, weights
 
 
-def check_attention(fn: Callable[..., tuple[Tensor, Tensor]]) -> None:
+def check_attention(
+    fn: Callable[..., tuple[Tensor, Tensor]], *, configs: tuple = CONFIGS, seed: int = 0
+) -> None:
     """Check a learner's ``fn(q, k, v, mask=None) -> (output, weights)``; feedback on failure.
 
     ``fn`` takes q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) and a boolean
@@ -216,12 +226,13 @@ def check_attention(fn: Callable[..., tuple[Tensor, Tensor]]) -> None:
     and causal masks; T_q, T_k, d_k, d_v all different). Raises AssertionError naming what
     is wrong (missing or wrong scaling, softmax over the wrong axis, mask ignored, flipped,
     added or applied late, results swapped, wrong shapes, ...); returns None when
-    everything matches.
+    everything matches. ``configs`` and ``seed`` choose other sizes and draws (a grader's
+    hidden test passes OTHER_CONFIGS); the defaults are what a learner's call tries.
     """
     check = "check_attention"
     reference = "softmax(q kᵀ / √d_k)"
-    for index, c in enumerate(CONFIGS):
-        inputs = attention_check_inputs(config=index)
+    for index, c in enumerate(configs):
+        inputs = attention_check_inputs(seed + 101 * index, c)
         q, k, v, mask = inputs["q"], inputs["k"], inputs["v"], inputs["mask"]
         sizes = describe(
             **({"B": c["lead"][0]} | ({"H": c["lead"][1]} if len(c["lead"]) > 1 else {})),

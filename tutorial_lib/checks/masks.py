@@ -12,22 +12,23 @@ from torch import Tensor
 
 from .engine import call_learner, fail
 
-__all__ = ["check_causal_mask"]
+__all__ = ["check_causal_mask", "LENGTHS", "OTHER_LENGTHS"]
 
 LENGTHS = (5, 1, 3, 8)  # the first one is the usual example; the others catch a fixed size
+OTHER_LENGTHS = (7, 2, 11, 4)  # what a grader tries beyond the learner's own check
 
 
-def _one_length(check: str, fn: Callable[[int], Tensor], T: int, first_shape) -> tuple:
+def _one_length(check: str, fn: Callable[[int], Tensor], T: int, first: int | None) -> tuple:
     call = f"fn({T})"
     mask = call_learner(check, fn, T, call=call, names=("T",))
     if not isinstance(mask, Tensor):
         fail(check, f"{call} should return a torch.Tensor (T, T); got {type(mask).__name__}")
     shape = tuple(mask.shape)
     if shape != (T, T):
-        if first_shape is not None and shape == first_shape:
+        if first is not None and shape == (first, first):
             fail(
                 check,
-                f"{call} returned shape {shape}, the same as for T = {LENGTHS[0]}: the size "
+                f"{call} returned shape {shape}, the same as for T = {first}: the size "
                 "seems fixed. Build the mask from the argument T, e.g. torch.ones(T, T).",
             )
         if shape[-2:] == (T, T):
@@ -58,19 +59,18 @@ def _explain_float(check: str, call: str, mask: Tensor, expected: Tensor) -> Non
     fail(check, f"the mask should be boolean (True = may attend); {call} has dtype {mask.dtype}")
 
 
-def check_causal_mask(fn: Callable[[int], Tensor]) -> None:
+def check_causal_mask(fn: Callable[[int], Tensor], *, lengths: tuple = LENGTHS) -> None:
     """Check a learner's ``fn(T) -> (T, T)`` boolean causal mask, True = may attend.
 
     Position i may attend to keys j <= i. Tried for several T (so a size fixed in the code
     shows). Catches a mask that lets the past see the future, the flipped convention
     (``triu``), a mask that hides the diagonal, an additive (0 / -inf) or 0/1 float mask,
-    and extra axes; each with how to fix it.
+    and extra axes; each with how to fix it. ``lengths`` are the T tried (a grader's hidden
+    test passes OTHER_LENGTHS); the default is what a learner's call tries.
     """
     check = "check_causal_mask"
-    first_shape = None
-    for T in LENGTHS:
-        call, mask = _one_length(check, fn, T, first_shape)
-        first_shape = first_shape or (T, T)
+    for T in lengths:
+        call, mask = _one_length(check, fn, T, None if T == lengths[0] else lengths[0])
         expected = torch.ones(T, T, dtype=torch.bool).tril()
         if mask.dtype != torch.bool:
             _explain_float(check, call, mask, expected)

@@ -12,11 +12,12 @@ from torch import Tensor
 
 from .engine import Mistake, call_learner, compare_and_explain, describe, expect_tensor
 
-__all__ = ["check_layer_norm"]
+__all__ = ["check_layer_norm", "CONFIGS", "OTHER_CONFIGS"]
 
 # (B, T, D, eps): B, T and D all different so a statistic over the wrong axis shows, and
 # eps large enough that where it goes (or whether it is used) shows in the result.
 CONFIGS = ((3, 4, 6, 0.1), (2, 5, 3, 0.5), (1, 2, 8, 1e-5))
+OTHER_CONFIGS = ((2, 3, 5, 0.2), (4, 2, 7, 1e-3), (1, 6, 4, 1.0))  # what a grader tries
 
 
 def _norm(x, gamma, beta, eps, dims=(-1,), unbiased=False, eps_inside=True, centre=True):
@@ -111,18 +112,19 @@ def _mistakes(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> list[Mistak
     return mistakes
 
 
-def check_layer_norm(fn: Callable[..., Tensor]) -> None:
+def check_layer_norm(fn: Callable[..., Tensor], *, configs: tuple = CONFIGS, seed: int = 2) -> None:
     """Check ``fn(x, gamma, beta, eps=1e-5) -> y`` for x (B, T, D), gamma and beta (D,).
 
     Each token is normalised over its D features with the biased variance, then scaled
     by gamma and shifted by beta. Tried for several (B, T, D) and eps. Catches
     statistics over the wrong axes, the unbiased variance, eps outside the square root,
     left out or ignored, RMSNorm in place of LayerNorm, gamma and beta left out or
-    swapped, and a residual added.
+    swapped, and a residual added. ``configs`` and ``seed`` choose other sizes and draws (a
+    grader's hidden test passes OTHER_CONFIGS); the defaults are what a learner's call tries.
     """
     check = "check_layer_norm"
-    g = torch.Generator().manual_seed(2)
-    for Bn, T, D, eps in CONFIGS:
+    g = torch.Generator().manual_seed(seed)
+    for Bn, T, D, eps in configs:
         x = 2.0 + 3.0 * torch.randn(Bn, T, D, generator=g)
         gamma, beta = 1 + torch.rand(D, generator=g), torch.randn(D, generator=g)
         call = f"fn(x, gamma, beta, eps={eps:g})"

@@ -13,7 +13,30 @@ from torch import Tensor
 from ..positional import apply_rope, sinusoidal_encoding
 from .engine import Mistake, call_learner, compare_and_explain, describe, expect_tensor, fail
 
-__all__ = ["check_sinusoidal_encoding", "check_rope"]
+__all__ = [
+    "check_sinusoidal_encoding",
+    "check_rope",
+    "SINUSOID_SIZES",
+    "OTHER_SINUSOID_SIZES",
+    "ROPE_CASES",
+    "OTHER_ROPE_CASES",
+]
+
+# (max_len, d_model) the sinusoid check tries; then other sizes, which a grader tries.
+SINUSOID_SIZES = ((12, 8), (5, 16), (40, 6), (1, 2))
+OTHER_SINUSOID_SIZES = ((9, 10), (30, 4), (3, 20))
+# (shape of x, positions) the RoPE check tries: 3-D and 4-D, positions neither from 0 nor
+# contiguous; then other cases, which a grader tries.
+ROPE_CASES = (
+    ((2, 6, 8), (2, 3, 5, 8, 13, 21)),
+    ((2, 3, 5, 4), (7, 1, 0, 30, 4)),
+    ((1, 3, 12), (0, 1, 2)),
+)
+OTHER_ROPE_CASES = (
+    ((3, 4, 6), (5, 9, 2, 40)),
+    ((1, 2, 3, 10), (0, 3, 1)),
+    ((2, 5, 4), (11, 12, 13, 14, 15)),
+)
 
 
 def _sinusoid(
@@ -87,16 +110,19 @@ def _sinusoid_mistakes(L: int, D: int) -> list[Mistake]:
     return mistakes
 
 
-def check_sinusoidal_encoding(fn: Callable[[int, int], Tensor]) -> None:
+def check_sinusoidal_encoding(
+    fn: Callable[[int, int], Tensor], *, sizes: tuple = SINUSOID_SIZES
+) -> None:
     """Check ``fn(max_len, d_model) -> (max_len, d_model)``, the paper's sinusoidal encoding.
 
     Even columns 2i hold sin(p / 10000^(2i/D)), odd columns 2i+1 the cos of the same
     angle, for positions p = 0 .. max_len - 1. Tried for several sizes. Catches sin and cos
     swapped, halves instead of interleaved, the wrong exponent or base, positions from 1,
-    growing frequencies, and a transposed (D, max_len) table.
+    growing frequencies, and a transposed (D, max_len) table. ``sizes`` are the (max_len,
+    d_model) tried (a grader's hidden test passes OTHER_SINUSOID_SIZES).
     """
     check = "check_sinusoidal_encoding"
-    for L, D in ((12, 8), (5, 16), (40, 6), (1, 2)):
+    for L, D in sizes:
         call = f"fn({L}, {D})"
         pe = call_learner(check, fn, L, D, call=call, names=("max_len", "d_model"))
         if isinstance(pe, Tensor) and tuple(pe.shape) == (D, L) and L != D:
@@ -173,9 +199,9 @@ def _rope_mistakes(x: Tensor, positions: Tensor) -> list[Mistake]:
     ]
 
 
-def _check_relative(check: str, fn: Callable, x: Tensor) -> None:
+def _check_relative(check: str, fn: Callable, x: Tensor, seed: int) -> None:
     """Scores of rotated q and k must depend only on the offset: shift both positions."""
-    g = torch.Generator().manual_seed(5)
+    g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(1, 4, x.shape[-1], generator=g), torch.randn(1, 4, x.shape[-1], generator=g)
     positions = torch.tensor([0, 3, 4, 9])
     scores = []
@@ -193,7 +219,9 @@ def _check_relative(check: str, fn: Callable, x: Tensor) -> None:
         )
 
 
-def check_rope(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
+def check_rope(
+    fn: Callable[[Tensor, Tensor], Tensor], *, cases: tuple = ROPE_CASES, seed: int = 3
+) -> None:
     """Check ``fn(x, positions) -> rotated x`` for x (..., T, d): RoPE, RoFormer's layout.
 
     Pair (2i, 2i+1) turns by positions * 10000^(-2i/d). Tried on (B, T, d) and (B, H, T, d)
@@ -201,15 +229,13 @@ def check_rope(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
     ignored (0..T-1 used), the rotation the wrong way round, the GPT-NeoX pairing
     (i, i + d/2), frequencies laid out with ``.repeat``, the exponent i/d and positions off
     by one; then checks the property that matters: scores depend only on the offset m - n.
+    ``cases`` and ``seed`` choose other shapes, positions and draws (a grader's hidden test
+    passes OTHER_ROPE_CASES); the defaults are what a learner's call tries.
     """
     check = "check_rope"
-    g = torch.Generator().manual_seed(3)
-    cases = (
-        (torch.randn(2, 6, 8, generator=g), torch.tensor([2, 3, 5, 8, 13, 21])),
-        (torch.randn(2, 3, 5, 4, generator=g), torch.tensor([7, 1, 0, 30, 4])),
-        (torch.randn(1, 3, 12, generator=g), torch.arange(3)),
-    )
-    for x, positions in cases:
+    g = torch.Generator().manual_seed(seed)
+    tried = [(torch.randn(*shape, generator=g), torch.tensor(p)) for shape, p in cases]
+    for x, positions in tried:
         call = "fn(x, positions)"
         out = call_learner(check, fn, x, positions, call=call, names=("x", "positions"))
         letters = "(B, T, d)" if x.dim() == 3 else "(B, H, T, d)"
@@ -224,4 +250,4 @@ def check_rope(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
             "apply_rope (RoFormer, Su et al.)",
             config=config,
         )
-    _check_relative(check, fn, cases[0][0])
+    _check_relative(check, fn, tried[0][0], seed + 2)
