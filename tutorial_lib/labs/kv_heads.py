@@ -204,7 +204,7 @@ def train_variant(
     spec: KVSpec,
     *,
     key: str = "q6",
-    copies: int = 8,
+    copies: int = 6,
     steps: int = 200,
     batch: int = 16,
     lr: float = 1e-2,
