@@ -28,6 +28,7 @@ __all__ = [
 
 BYTES = 4  # float32, what the chapter's models keep
 COLOURS = {"grouped": HEAD_COLOURS[0], "latent": HEAD_COLOURS[5]}  # blue, vermilion
+LIGHT = {"grouped": "#a6cee3", "latent": "#fdbf8f"}  # the same hues, light enough for dark text
 
 
 def _family(spec: KVSpec) -> str:
@@ -83,10 +84,11 @@ def cache_frame_html(runs: dict[KVSpec, Run], n_kv_head: int, d_c: int) -> str:
         start = 0.0
         for j, (piece, n) in enumerate(pieces):
             width = BYTES * n
-            fill, ink = (COLOURS[family], "#fff") if j == 0 else ("#cccccc", INK)
+            # Dark letters on light fills: readable in either page theme (the frame is white).
+            fill = LIGHT[family] if j == 0 else "#dddddd"
             bars.rect(start, i - 0.3, start + width, i + 0.3, fill=fill, stroke=INK, width=0.6)
             if width >= 16:  # room for the letter inside the bar
-                bars.text(start + width / 2, i, piece, anchor="middle", colour=ink)
+                bars.text(start + width / 2, i, piece, anchor="middle")
             start += width
         bars.text(start + 4, i, f"{start:.0f}")
         bars.labels.append(

@@ -215,7 +215,7 @@ def train_variant(
 
     Copy e starts from the seed ``(key, "init", spec.name, e)`` and reads the batches of
     ``(key, "data", e)``, the same batches for every variant (through :mod:`tutorial_lib.seeds`,
-    so they follow BOOK_SEED). The test set is ``(key, "test")``, the same for all.
+    so they follow BOOK_SEED). The test set is ``(TEST_KEY, "test")``, the same for all.
     """
     copies, steps = require_int("copies", copies), require_int("steps", steps, minimum=0)
     models = []
