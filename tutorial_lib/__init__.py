@@ -3,10 +3,11 @@
 Four parts, so a newcomer knows where a line belongs and what it may import:
 
 * **concepts**, at the top level, import only torch (and each other, downward):
-  :mod:`.attention` (with :mod:`.masks`), :mod:`.softmax`, :mod:`.positional`, :mod:`.norms`,
-  :mod:`.model` (with :mod:`.layers`), :mod:`.data`, :mod:`.training`, :mod:`.decoding`, and
-  the helpers every chapter uses, :mod:`.seeds` (the ``BOOK_SEED`` knob) and :mod:`.notebook`
-  (``glue``); :mod:`.validate` holds the validators the labs use;
+  :mod:`.attention` (with :mod:`.masks`), :mod:`.latent` (MLA), :mod:`.softmax`,
+  :mod:`.positional`, :mod:`.norms`, :mod:`.model` (with :mod:`.layers`), :mod:`.data`,
+  :mod:`.training`, :mod:`.decoding`, and the helpers every chapter uses, :mod:`.seeds`
+  (the ``BOOK_SEED`` knob) and :mod:`.notebook` (``glue``); :mod:`.validate` holds the
+  validators the labs use;
 * **labs** (:mod:`.labs`): experiments that chapters and ``make bench`` share;
 * **figures** (:mod:`.figures`): explorers and drawing, the only part that imports matplotlib;
 * **checks** (:mod:`.checks`): self-checks for learners' own implementations (the only

@@ -8,13 +8,21 @@ import inspect
 
 import pytest
 
-from tests.checks import test_attention, test_masks, test_multihead, test_norms, test_positional
+from tests.checks import (
+    test_attention,
+    test_grouped,
+    test_masks,
+    test_multihead,
+    test_norms,
+    test_positional,
+)
 from tutorial_lib import checks
 
 CORPORA = [
     (checks.check_attention, test_attention.WRONG),
     (checks.check_causal_mask, test_masks.WRONG),
     (checks.check_multihead, test_multihead.WRONG),
+    (checks.check_grouped_attention, test_grouped.WRONG),
     (checks.check_layer_norm, test_norms.WRONG),
     (checks.check_sinusoidal_encoding, test_positional.SINUSOID_WRONG),
     (checks.check_rope, test_positional.ROPE_WRONG),

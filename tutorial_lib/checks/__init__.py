@@ -28,6 +28,7 @@ from .engine import (
     fail,
     same,
 )
+from .grouped import check_grouped_attention
 from .masks import check_causal_mask
 from .multihead import check_multihead
 from .norms import check_layer_norm
@@ -38,6 +39,7 @@ __all__ = [
     "check_attention",
     "check_causal_mask",
     "check_multihead",
+    "check_grouped_attention",
     "check_layer_norm",
     "check_sinusoidal_encoding",
     "check_rope",

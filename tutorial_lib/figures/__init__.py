@@ -7,7 +7,8 @@
 * ``diagrams``: the layer and model diagrams (SVG, shapes read from a run of the model),
   used by the introduction, Q1 and Q5.
 * one module per concept: ``lookup`` (Q0), ``attention`` (Q1), ``softmax`` (Q2),
-  ``positional`` (Q3a) and ``relative`` (Q3b), ``norms`` (Q4), ``model`` and ``decoding`` (Q5).
+  ``positional`` (Q3a) and ``relative`` (Q3b), ``norms`` (Q4), ``model`` and ``decoding`` (Q5),
+  ``kv_heads`` (Q6).
 """
 
 from .common import use_book_style

@@ -4,6 +4,8 @@
   and positions.
 * :mod:`.extrapolation`: chapter Q3b, every position variant trained at one length and tested
   at longer ones.
+* :mod:`.kv_heads`: chapter Q6, what sharing keys and values (MQA, GQA, MLA) costs for the
+  cache it saves, and uptraining a multi-head model into a grouped one.
 * :mod:`.norms`: chapter Q4, tiny encoders whose norm and its placement can be swapped.
 * :mod:`.reverse`: chapter Q5, a tiny encoder-decoder that learns to reverse digits.
 
