@@ -6,7 +6,14 @@ quarter get the generic "none of the common mistakes checked" message.
 
 import pytest
 
-from tests.checks import test_attention, test_masks, test_multihead, test_norms, test_positional
+from tests.checks import (
+    test_attention,
+    test_masks,
+    test_multihead,
+    test_norms,
+    test_positional,
+    test_scaling,
+)
 from tutorial_lib import checks
 
 CORPORA = [
@@ -16,6 +23,9 @@ CORPORA = [
     (checks.check_layer_norm, test_norms.WRONG),
     (checks.check_sinusoidal_encoding, test_positional.SINUSOID_WRONG),
     (checks.check_rope, test_positional.ROPE_WRONG),
+    (test_scaling.check_interpolation, test_scaling.WRONG_PI),
+    (test_scaling.check_ntk, test_scaling.WRONG_NTK),
+    (test_scaling.check_yarn, test_scaling.WRONG_YARN),
 ]
 
 

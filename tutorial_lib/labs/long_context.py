@@ -6,11 +6,11 @@ at the end of a sequence; E the members of an ensemble (one per task and seed).
 
 Train once, read many ways: the models are trained once with plain RoPE (every task and seed
 side by side as one :class:`~tutorial_lib.labs.seed_ensemble.Ensemble`); each method is then
-only another rotation for the same weights, and one pass per length projects the keys and
-values once for all of them. The model has one attention layer, so the last Q positions of a
-long input need only their own queries: reading them costs Q x T scores, not T x T. The same
-book and ``make bench`` run this code (the bench in a larger setting). Figures:
-:mod:`tutorial_lib.figures.long_context`.
+only another rotation for the same weights. The model has one attention layer, so the last Q
+positions of a long input need only their own queries: reading them costs Q x T scores, not
+T x T. This module holds the setting (tasks, config, model, training); the reading and the
+whole experiment are in :mod:`.long_context_reading`, the figures in
+:mod:`tutorial_lib.figures.long_context`. The book and ``make bench`` run the same code.
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ __all__ = [
     "rotation_for",
     "train_readers",
     "finetune_readers",
-    "read_at_lengths",
-    "long_context_experiment",
 ]
 
 # What the chapter compares, rows of tutorial_lib.positional.VARIANTS in its order.
@@ -85,7 +83,7 @@ class LongContextConfig:
     steps: int = 120
     lr: float = 0.02
     finetune_scale: int = 2  # the fine-tune reads 2L with every method set for s = 2
-    finetune_steps: int = 30  # the same for every method
+    finetune_steps: int = 20  # the same for every method
     finetune_lr: float = 0.01
     finetune_batch: int = 4  # long sequences per step and member (and twice as many short ones)
     lag: int = 3  # lag task: the answer at t is the token at t - lag
@@ -98,8 +96,8 @@ class LongContextConfig:
     def __post_init__(self):
         for name, minimum in (("train_len", 8), ("d_model", 2), ("n_head", 1), ("queries", 1),
                               ("short_len", 2), ("batch", 1), ("short_batch", 0), ("steps", 1),
-                              ("finetune_scale", 1), ("finetune_steps", 0), ("finetune_batch", 1), ("lag", 1),
-                              ("rerope_window", 1), ("eval_batch", 1)):  # fmt: skip
+                              ("finetune_scale", 1), ("finetune_steps", 0), ("finetune_batch", 1),
+                              ("lag", 1), ("rerope_window", 1), ("eval_batch", 1)):  # fmt: skip
             setattr(self, name, require_int(name, getattr(self, name), minimum))
         self.lr = require_real("lr", self.lr, minimum=0)
         self.finetune_lr = require_real("finetune_lr", self.finetune_lr, minimum=0)
@@ -108,7 +106,7 @@ class LongContextConfig:
                 f"RoPE turns pairs: d_k = d_model / n_head must be a whole even number; got "
                 f"d_model = {self.d_model}, n_head = {self.n_head}"
             )
-        if not self.lag < self.short_len and self.queries < self.train_len:
+        if not (self.lag < self.short_len and self.queries < self.train_len):
             raise ValueError(
                 f"need lag < short_len and queries < train_len; got lag = {self.lag}, "
                 f"short_len = {self.short_len}, queries = {self.queries}, L = {self.train_len}"
@@ -229,7 +227,8 @@ def train_readers(cfg: LongContextConfig) -> list[Reader]:
         models.append(Reader(cfg))
     with one_thread():
         ensemble = Ensemble(models)
-        batches = (tuple(b) for b in _stream(cfg, members, "data", cfg.steps, cfg.train_len, cfg.batch))
+        stream = _stream(cfg, members, "data", cfg.steps, cfg.train_len, cfg.batch)
+        batches = (tuple(b) for b in stream)
         fit(ensemble, batches, _loss, steps=cfg.steps, lr=cfg.lr)
         ensemble.unstack(models)
     return models
@@ -253,86 +252,3 @@ def finetune_readers(models: list[Reader], method: str, cfg: LongContextConfig) 
                 lr=cfg.finetune_lr)  # fmt: skip
             ensemble.unstack(tuned)
     return tuned
-
-
-def _read(model: Reader, tokens: Tensor, target: Tensor, targets_at: Tensor, rotations, L: int):
-    """Per rotation: (right, scored), then for the head that puts most weight on the key the
-    answer is in: that weight, its weight on keys L or more back, its entropy (nats). (R, 5)"""
-    logits, weights = model(tokens, rotations)  # (R, n, Q, V), (R, n, H, Q, T)
-    scored = target != IGNORE  # (n, Q)
-    right = ((logits.argmax(-1) == target) & scored).sum(dim=(1, 2))  # (R,)
-    index = targets_at[None, :, None, :, None].expand(*weights.shape[:-1], 1)
-    on_target = weights.gather(-1, index)[..., 0]  # (R, n, H, Q)
-    entropy = -(weights * weights.clamp_min(1e-30).log()).sum(-1)  # (R, n, H, Q)
-    T, Q = weights.shape[-1], weights.shape[-2]
-    far_keys = torch.arange(T) <= torch.arange(T - Q, T)[:, None] - L  # (Q, T): L or more back
-    far = (weights * far_keys).sum(-1)  # (R, n, H, Q)
-    rows = scored[None, :, None, :].to(weights.dtype)  # only queries with an answer
-    per_head = (on_target * rows).sum(dim=(1, 3)) / rows.sum(dim=(1, 3))  # (R, H)
-    best = per_head.argmax(-1, keepdim=True)  # (R, 1)
-    def best_head(values):  # (R, n, H, Q) -> (R,): the best head's mean over scored queries
-        return ((values * rows).sum(dim=(1, 3)) / rows.sum(dim=(1, 3))).gather(-1, best)[:, 0]
-
-    count = scored.sum().expand_as(right).to(weights.dtype)
-    return torch.stack([right.to(weights.dtype), count, best_head(on_target), best_head(far),
-                        best_head(entropy)], dim=-1)  # fmt: skip
-
-
-def read_at_lengths(models: list[Reader], methods, cfg: LongContextConfig, scale_of=None):
-    """Every member read by every method at every length of ``cfg``.
-
-    ``scale_of(T)`` sets each method's s (default T / L: each set for the length it reads).
-    Returns {method: [{"accuracy", "focus", "far", "entropy": {T: value}} per member, in the
-    order (task, seed)]}: for the head that puts most weight on the key holding the answer,
-    that weight (focus), its weight on keys L or more back (far) and its entropy (nats).
-    """
-    members = [(task, seed) for task in cfg.tasks for seed in cfg.seeds]
-    scale_of = scale_of or (lambda T: T / cfg.train_len)
-    keys = ("accuracy", "focus", "far", "entropy")
-    out = {m: [{key: {} for key in keys} for _ in members] for m in methods}
-    with one_thread(), torch.no_grad():
-        ensemble = Ensemble(models)
-        for T in cfg.eval_lens:
-            test = {task: _batch(task, cfg.eval_batch, T,
-                                 seeds.generator("long-context", "test", task, T), cfg)
-                    for task in cfg.tasks}  # fmt: skip
-            tokens = torch.stack([test[task][0] for task, _ in members])  # (E, n, T)
-            target = torch.stack([test[task][1] for task, _ in members])  # (E, n, Q)
-            at = torch.stack([_answer_key(task, *test[task], cfg) for task, _ in members])
-            rotations = [rotation_for(m, cfg, scale_of(T)) for m in methods]
-            L = cfg.train_len
-            stats = ensemble.map(lambda model, x, y, a: _read(model, x, y, a, rotations, L),
-                                 tokens, target, at)  # (E, R, 5)  # fmt: skip
-            for e in range(len(members)):
-                for r, method in enumerate(methods):
-                    right, scored, *rest = stats[e, r].tolist()
-                    for key, value in zip(keys, (right / scored, *rest), strict=True):
-                        out[method][e][key][T] = value
-    return out
-
-
-def _answer_key(task: str, tokens: Tensor, target: Tensor, cfg: LongContextConfig) -> Tensor:
-    """Per read position (n, Q): the key that holds the answer (lag: lag back; needle: the
-    needle; 0 where nothing is scored, which the measurements skip)."""
-    n, T = tokens.shape
-    Q = target.shape[-1]
-    if task == "lag":
-        return (torch.arange(T - Q, T) - cfg.lag).clamp(min=0).expand(n, Q)
-    return (tokens >= FILLERS).int().argmax(-1)[:, None].expand(n, Q)
-
-
-def long_context_experiment(cfg: LongContextConfig) -> dict[str, object]:
-    """Train once; read by every method with and without the fine-tune, and the static ones
-    set for the longest length read at L. Returns {"models", "trained", "finetuned",
-    "static"}: each a dict as :func:`read_at_lengths` returns (the models before tuning)."""
-    models = train_readers(cfg)
-    read = tuple(dict.fromkeys((*cfg.methods, *DILUTION_METHODS)))
-    trained = read_at_lengths(models, read, cfg)
-    finetuned = {}
-    for method in cfg.methods:
-        tuned = finetune_readers(models, method, cfg)
-        finetuned |= read_at_lengths(tuned, (method,), cfg)
-    short = LongContextConfig(**{**cfg.__dict__, "scales": (1,)})
-    longest = max(cfg.eval_lens) / cfg.train_len
-    static = read_at_lengths(models, STATIC_METHODS, short, scale_of=lambda T: longest)
-    return {"models": models, "trained": trained, "finetuned": finetuned, "static": static}
