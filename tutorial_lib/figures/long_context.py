@@ -23,6 +23,7 @@ __all__ = [
     "pairs_html",
     "pairs_explorer",
     "draw_accuracy",
+    "draw_pair_leads",
     "draw_distance_profile",
     "draw_entropy",
     "accuracy_table_html",
@@ -153,6 +154,31 @@ def draw_accuracy(fig, reading: dict, cfg, methods=None) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
     fig.subplots_adjust(bottom=0.22, hspace=0.45)
+
+
+def draw_pair_leads(fig, leads: dict, wavelength, L: int) -> None:
+    """What each pair adds to the lead of the answer's key, one bar group per task: ``leads``
+    maps a task to a (seeds, d/2) tensor of its best head's leads, shown as each seed's share
+    of the total (mean, with the seeds' range); pairs whose wavelength exceeds L are shaded."""
+    ax = fig.subplots()
+    pairs = len(wavelength)
+    slow = [i for i in range(pairs) if wavelength[i] > L]
+    ax.axvspan(min(slow) - 0.5, pairs - 0.5, color="#D55E00", alpha=0.08, lw=0)
+    width = 0.8 / len(leads)
+    for i, (task, lead) in enumerate(leads.items()):
+        share = lead / lead.sum(-1, keepdim=True)  # (seeds, d/2)
+        x = [p - 0.4 + width * (i + 0.5) for p in range(pairs)]
+        low, high = share.min(0).values, share.max(0).values
+        mean = share.mean(0)
+        ax.bar(x, mean.tolist(), width, color=HEAD_COLOURS[i], label=task)
+        ax.errorbar(x, mean.tolist(), yerr=[(mean - low).tolist(), (high - mean).tolist()],
+                    fmt="none", ecolor=INK, lw=0.8)  # fmt: skip
+    ax.axhline(0, color=INK, lw=0.6)
+    ax.text(pairs - 0.6, ax.get_ylim()[1] * 0.92, "wavelength > L", ha="right", color="#A04000")
+    ax.set_xticks(range(pairs))
+    ax.set_xlabel("pair l (fast to slow)")
+    ax.set_ylabel("share of the lead")
+    ax.legend(loc="upper center", frameon=False)
 
 
 def draw_distance_profile(fig, profiles: dict, lag: int, far_from: int, shown: int = 12) -> None:

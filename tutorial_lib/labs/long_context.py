@@ -5,7 +5,7 @@ Dimension letters as in :mod:`tutorial_lib.positional` (B, T, D, H, d_k); Q the 
 at the end of a sequence; E the members of an ensemble (one per task and seed).
 
 Train once, read many ways: the models are trained once with plain RoPE (every task and seed
-side by side as one :class:`~tutorial_lib.labs.seed_ensemble.Ensemble`); each method is then
+side by side as one ``tutorial_lib.labs.seed_ensemble.Ensemble``); each method is then
 only another rotation for the same weights. The model has one attention layer, so the last Q
 positions of a long input need only their own queries: reading them costs Q x T scores, not
 T x T. This module holds the setting (tasks, config, model, training); the reading and the

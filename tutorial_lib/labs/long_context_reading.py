@@ -30,7 +30,13 @@ from .long_context import (
 )
 from .seed_ensemble import Ensemble
 
-__all__ = ["read_at_lengths", "long_context_experiment", "attention_by_distance", "pair_leads"]
+__all__ = [
+    "read_at_lengths",
+    "long_context_experiment",
+    "probe_batch",
+    "attention_by_distance",
+    "pair_leads",
+]
 
 
 def _read(model: Reader, tokens: Tensor, target: Tensor, targets_at: Tensor, rotations, L: int):
@@ -117,6 +123,14 @@ def long_context_experiment(cfg: LongContextConfig) -> dict[str, object]:
     longest = max(cfg.eval_lens) / cfg.train_len
     static = read_at_lengths(models, STATIC_METHODS, short, scale_of=lambda T: longest)
     return {"models": models, "trained": trained, "finetuned": finetuned, "static": static}
+
+
+def probe_batch(task: str, T: int, cfg: LongContextConfig, n: int | None = None):
+    """Fresh test sequences for looking inside a model: tokens (n, T), the targets of the read
+    positions (n, Q) and the key that holds each answer (n, Q). n defaults to eval_batch."""
+    n = cfg.eval_batch if n is None else n
+    tokens, target = _batch(task, n, T, seeds.generator("long-context", "probe", task, T), cfg)
+    return tokens, target, _answer_key(task, tokens, target, cfg)
 
 
 def attention_by_distance(model: Reader, tokens: Tensor, rotation: Rotation) -> Tensor:

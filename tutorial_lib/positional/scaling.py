@@ -109,7 +109,7 @@ def scaled_frequencies(
     alpha: float = 1.0,
     beta: float = 32.0,
 ) -> Tensor:
-    """The frequencies (d/2,) of one of :data:`SCALINGS` for scale factor s."""
+    """The frequencies (d/2,) of one of ``SCALINGS`` for scale factor s."""
     if scaling == "rope":
         return sinusoidal_frequencies(d, base)
     if scaling == "interpolation":
@@ -128,7 +128,7 @@ def logn_factor(n_keys: Tensor, train_len: int) -> Tensor:
 
 
 class ScaledRoPE(Rotation):
-    """RoPE with frequencies from one of :data:`SCALINGS`, for a model trained on ``train_len``.
+    """RoPE with frequencies from one of ``SCALINGS``, for a model trained on ``train_len``.
 
     ``scale``: s, fixed (static); None picks s = max(1, T_k / train_len) for every input
     (dynamic). "yarn" multiplies the scores by :func:`yarn_score_factor` of s. Every scaling
