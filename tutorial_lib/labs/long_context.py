@@ -80,7 +80,7 @@ class LongContextConfig:
     short_len: int = 32  # short sequences, scored at every position (see train_readers)
     batch: int = 8  # long sequences per step and member
     short_batch: int = 16  # short sequences per step and member
-    steps: int = 120
+    steps: int = 150
     lr: float = 0.02
     finetune_scale: int = 2  # the fine-tune reads 2L with every method set for s = 2
     finetune_steps: int = 20  # the same for every method
