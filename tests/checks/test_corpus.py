@@ -15,6 +15,7 @@ from tests.checks import (
     test_multihead,
     test_norms,
     test_positional,
+    test_scaling,
 )
 from tutorial_lib import checks
 
@@ -26,6 +27,9 @@ CORPORA = [
     (checks.check_layer_norm, test_norms.WRONG),
     (checks.check_sinusoidal_encoding, test_positional.SINUSOID_WRONG),
     (checks.check_rope, test_positional.ROPE_WRONG),
+    (test_scaling.check_interpolation, test_scaling.WRONG_PI),
+    (test_scaling.check_ntk, test_scaling.WRONG_NTK),
+    (test_scaling.check_yarn, test_scaling.WRONG_YARN),
 ]
 RIGHT = [
     (checks.check_attention, test_attention.CORRECT),

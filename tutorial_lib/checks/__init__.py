@@ -33,6 +33,7 @@ from .masks import check_causal_mask
 from .multihead import check_multihead
 from .norms import check_layer_norm
 from .positional import check_rope, check_sinusoidal_encoding
+from .scaling import check_scaled_frequencies
 from .shapes import check_shape
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "check_layer_norm",
     "check_sinusoidal_encoding",
     "check_rope",
+    "check_scaled_frequencies",
     "check_shape",
     "other_settings",
     "attention_check_inputs",

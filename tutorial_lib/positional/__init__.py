@@ -20,7 +20,8 @@ three places, and each place has one small interface:
    the output. Variants: :class:`.ShawRelativePosition`,
    :class:`.TransformerXLRelativePosition`, :class:`.T5RelativeBias`, :class:`.ALiBiBias`.
 3. **Rotating q and k** (rotation): :class:`.Rotation` makes the scores from
-   queries and keys rotated by their positions. Variants: :class:`.RoPE`, :class:`.ReRoPE`.
+   queries and keys rotated by their positions. Variants: :class:`.RoPE`, :class:`.ReRoPE`,
+   and the scaled RoPEs that read past the training length (:class:`.ScaledRoPE`, :class:`.LogN`).
 
 Groups 2 and 3 plug into the one place where scores are made,
 ``ScaledDotProductAttention.get_scores``, through :class:`PositionalAttention`;
@@ -34,7 +35,8 @@ position j (:func:`.query_key_positions`). ``relative_position(T_q, T_k)`` is ke
 minus query position (T5's convention); the *distance* i - j used by ALiBi and ReRoPE is its
 negative.
 
-Introduced in chapters Q3a (absolute encodings) and Q3b (biases and rotations).
+Introduced in chapters Q3a (absolute encodings) and Q3b (biases and rotations); chapter Q7
+scales RoPE (``scaling``).
 """
 
 from __future__ import annotations
@@ -71,6 +73,19 @@ from .rotation import (
     rerope_positions,
     rope_layout_permutation,
 )
+from .scaling import (
+    SCALINGS,
+    LogN,
+    ScaledRoPE,
+    by_parts_frequencies,
+    interpolation_frequencies,
+    logn_factor,
+    ntk_frequencies,
+    rotations_within,
+    scaled_frequencies,
+    yarn_ramp,
+    yarn_score_factor,
+)
 
 # Everything in the three groups, re-exported: `from tutorial_lib.positional import RoPE`.
 __all__ = [
@@ -96,6 +111,17 @@ __all__ = [
     "RoPE",
     "rerope_positions",
     "ReRoPE",
+    "SCALINGS",
+    "rotations_within",
+    "interpolation_frequencies",
+    "ntk_frequencies",
+    "yarn_ramp",
+    "by_parts_frequencies",
+    "yarn_score_factor",
+    "scaled_frequencies",
+    "logn_factor",
+    "ScaledRoPE",
+    "LogN",
     "Variant",
     "Settings",
     "VARIANTS",

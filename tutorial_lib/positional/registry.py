@@ -9,7 +9,8 @@ from its order. A chapter names the variants it compares (chapter Q3b's nine are
 Adding a variant is one row plus its factory; a factory reads what it needs from
 :class:`Settings` (a new setting is one more field there, with a default).
 
-Introduced in chapter Q3b ("Relative positions").
+Introduced in chapter Q3b ("Relative positions"); chapter Q7 adds the rows that read a RoPE
+model past its training length (its choice is ``tutorial_lib.labs.long_context.CHAPTER_METHODS``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from torch import nn
 from .absolute import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .bias import ALiBiBias, ShawRelativePosition, T5RelativeBias, TransformerXLRelativePosition
 from .rotation import ReRoPE, RoPE
+from .scaling import LogN, ScaledRoPE
 
 __all__ = ["Settings", "Variant", "VARIANTS", "variant"]
 
@@ -42,10 +44,23 @@ class Settings:
     t5_buckets: int = 32  # T5's defaults
     t5_max_distance: int = 128
     rerope_window: int = 8  # ReRoPE's w
+    # Chapter Q7's readers of longer inputs, for a model trained with RoPE on train_len positions:
+    train_len: int = 256  # L, what every scaled RoPE is scaled from
+    rope_scale: float = 1.0  # s = length to read / L; the dynamic rows pick it from the input
+    yarn_alpha: float = 1.0  # YaRN's ramp: pairs turning fewer than alpha times within L are
+    yarn_beta: float = 32.0  # interpolated, more than beta times left alone (LLaMA's values)
 
     @property
     def d_k(self) -> int:
         return self.d_model // self.n_head
+
+    @property
+    def leaky_slope(self) -> float:
+        """Leaky ReRoPE's k for reading s * L positions: past the window w every offset is divided
+        by k, k = (sL - 1 - w) / (L - 1 - w), so the farthest key lands at L - 1, the largest
+        offset training saw (the book's choice; 1 at s = 1, which is RoPE)."""
+        L, w = self.train_len, self.rerope_window
+        return max(1.0, (self.rope_scale * L - 1 - w) / (L - 1 - w))
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,24 @@ VARIANTS: list[Variant] = [
     Variant("alibi", "bias", lambda s: ALiBiBias(s.n_head, s.causal), "ALiBi"),
     Variant("rope", "rotation", lambda s: RoPE(), "RoPE"),
     Variant("rerope", "rotation", lambda s: ReRoPE(s.rerope_window), "ReRoPE"),
+    Variant("interpolation", "rotation",
+            lambda s: ScaledRoPE("interpolation", s.train_len, s.rope_scale), "interpolation"),
+    Variant("ntk", "rotation", lambda s: ScaledRoPE("ntk", s.train_len, s.rope_scale),
+            "NTK-aware"),
+    Variant("ntk-dynamic", "rotation", lambda s: ScaledRoPE("ntk", s.train_len),
+            "dynamic NTK"),
+    Variant("by-parts", "rotation",
+            lambda s: ScaledRoPE("by-parts", s.train_len, s.rope_scale, alpha=s.yarn_alpha,
+                                 beta=s.yarn_beta), "NTK-by-parts"),
+    Variant("yarn", "rotation",
+            lambda s: ScaledRoPE("yarn", s.train_len, s.rope_scale, alpha=s.yarn_alpha,
+                                 beta=s.yarn_beta), "YaRN"),
+    Variant("logn", "rotation",
+            lambda s: LogN(ScaledRoPE("by-parts", s.train_len, s.rope_scale,
+                                      alpha=s.yarn_alpha, beta=s.yarn_beta), s.train_len),
+            "by-parts + log-n"),
+    Variant("leaky-rerope", "rotation", lambda s: ReRoPE(s.rerope_window, s.leaky_slope),
+            "leaky ReRoPE"),
 ]  # fmt: skip
 
 

@@ -34,7 +34,11 @@ LAYOUTS = ("interleaved", "half")
 
 
 def apply_rope(
-    x: Tensor, positions: Tensor, base: float = 10000.0, layout: str = "interleaved"
+    x: Tensor,
+    positions: Tensor,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    frequencies: Tensor | None = None,
 ) -> Tensor:
     r"""Rotate each dimension pair of x by its position (Su et al., RoFormer).
 
@@ -46,11 +50,19 @@ def apply_rope(
     layout="interleaved": pairs (2i, 2i+1), as in the RoFormer paper.
     layout="half": pairs (i, i + d/2), as in GPT-NeoX and Hugging Face's LLaMA code;
     :func:`rope_layout_permutation` maps one onto the other.
+    frequencies: (d/2,) to turn pair i by positions * frequencies[i] instead (chapter Q7's
+    scaled RoPE variants, :mod:`tutorial_lib.positional.scaling`, make them).
     """
     positions = torch.as_tensor(positions)
     _require_rope_inputs(x, positions, layout)
     d = x.shape[-1]
-    omega = sinusoidal_frequencies(d, base).to(x.device)  # (d/2,)
+    if frequencies is not None and tuple(frequencies.shape) != (d // 2,):
+        raise ValueError(
+            f"frequencies give one per pair of x's d = {d} dimensions, (d/2,) = ({d // 2},); "
+            f"got {format_shape(frequencies)}"
+        )
+    omega = sinusoidal_frequencies(d, base) if frequencies is None else frequencies
+    omega = omega.to(x.device, torch.float64)  # (d/2,)
     angle = positions.to(x.device, torch.float64)[..., None] * omega  # (..., T, d/2)
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)  # (..., T, d/2)
     if layout == "interleaved":
