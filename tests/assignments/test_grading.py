@@ -23,7 +23,15 @@ import grade
 import nbformat
 import pytest
 
-from tests.checks import test_attention, test_masks, test_multihead, test_norms, test_positional
+from tests.checks import (
+    test_attention,
+    test_grouped,
+    test_masks,
+    test_multihead,
+    test_norms,
+    test_positional,
+    test_scaling,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE_SEED = 4242  # not the book's 0: numeric answers differ from the public book's
@@ -37,9 +45,12 @@ CORPORA = {
     "check_layer_norm": ("test_norms", "WRONG"),
     "check_sinusoidal_encoding": ("test_positional", "SINUSOID_WRONG"),
     "check_rope": ("test_positional", "ROPE_WRONG"),
+    "check_grouped_attention": ("test_grouped", "WRONG"),
+    "check_scaled_frequencies": ("test_scaling", "WRONG_YARN"),
 }
 MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (
-    test_attention, test_masks, test_multihead, test_norms, test_positional
+    test_attention, test_grouped, test_masks, test_multihead, test_norms, test_positional,
+    test_scaling,
 )}  # fmt: skip
 
 

@@ -17,7 +17,7 @@ Introduced in chapter Q2 ("Why are the scores divided by sqrt(d_k)?").
 from collections.abc import Callable
 from typing import Any
 
-from . import attention, masks, multihead, norms, positional
+from . import attention, grouped, masks, multihead, norms, positional, scaling
 from .attention import attention_check_inputs, check_attention
 from .engine import (
     Mistake,
@@ -68,6 +68,8 @@ def other_settings(check: Callable, seed: int) -> dict[str, Any]:
         check_layer_norm: {"configs": norms.OTHER_CONFIGS, "seed": seed},
         check_sinusoidal_encoding: {"sizes": positional.OTHER_SINUSOID_SIZES},
         check_rope: {"cases": positional.OTHER_ROPE_CASES, "seed": seed},
+        check_grouped_attention: {"configs": grouped.OTHER_CONFIGS, "seed": seed},
+        check_scaled_frequencies: {"cases": scaling.OTHER_CASES},
     }
     if check not in others:
         known = ", ".join(c.__name__ for c in others)
