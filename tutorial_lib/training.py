@@ -70,9 +70,11 @@ def fit(
 
     ``loss_fn(model, batch)`` returns the loss, or (loss, extra) to hand ``extra`` (say, the
     logits) to ``on_step(step, loss, extra)``, which is called after every update (step
-    counts from 1) and stops training by returning True. ``warmup`` > 0 ramps the rate
-    linearly over that many steps (Post-LN Transformers need it: full-size steps on fresh
-    weights can diverge). The model is left in eval mode.
+    counts from 1) and stops training by returning True. For an ensemble
+    (:class:`tutorial_lib.labs.seed_ensemble.Ensemble`) it may instead return the members
+    that are done: they leave (``model.retire``) and training ends once none is left.
+    ``warmup`` > 0 ramps the rate linearly over that many steps (Post-LN Transformers need
+    it: full-size steps on fresh weights can diverge). The model is left in eval mode.
     """
     optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
     schedule = None
@@ -95,7 +97,8 @@ def fit(
         if schedule is not None:
             schedule.step()
         losses.append(loss.item())
-        if on_step is not None and on_step(step, losses[-1], extra):
+        done = None if on_step is None else on_step(step, losses[-1], extra)
+        if done is True or (done and not model.retire(done, optimiser)):
             break
     model.eval()
     return losses
