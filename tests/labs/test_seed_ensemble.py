@@ -177,3 +177,14 @@ def test_bad_input_names_what_was_expected():
         ensemble.unstack([make(0)])
     with pytest.raises(ValueError, match="models\\[0\\] must have"):
         ensemble.unstack([nn.Linear(3, 5), make(1)])
+
+
+def test_map_over_some_members_in_any_order_and_in_evaluation_mode():
+    torch.manual_seed(4)
+    members = [Normed() for _ in range(4)]
+    ensemble = Ensemble(members).eval()  # BatchNorm reads its running statistics
+    x = torch.randn(2, 2, 5, 3)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    out = ensemble.map(lambda m, xe, k: m(xe, k), x, shared=(mask,), members=[3, 1])
+    for i, e in enumerate([3, 1]):
+        torch.testing.assert_close(out[i], members[e].eval()(x[i], mask))

@@ -57,13 +57,18 @@ class _Group(nn.Module):
             self.register_buffer(f"buffer_{i}", b, persistent=False)
         # A weightless copy holds the structure that the stacked weights are poured into; in a
         # list so that it is not registered as a submodule (its parameters are not ours).
-        self._skeleton = [copy.deepcopy(models[0]).to("meta")]
+        self._skeleton = [copy.deepcopy(models[0]).to("meta").train(self.training)]
+
+    def train(self, mode: bool = True) -> _Group:
+        super().train(mode)
+        self._skeleton[0].train(mode)  # not a submodule: told by hand (dropout, BatchNorm)
+        return self
 
     def buffers_stacked(self) -> tuple[Tensor, ...]:
         return tuple(getattr(self, f"buffer_{i}") for i in range(len(self.buffer_names)))
 
-    def run(self, fn, inputs, shared, chunk_size, randomness):
-        """fn(model, *member_inputs, *shared) for every row, stacked on axis 0."""
+    def run(self, fn, rows, inputs, shared, chunk_size, randomness):
+        """fn(model, *member_inputs, *shared) for these rows, stacked on axis 0."""
         call, names, buffer_names = (
             _Call(self._skeleton[0], fn),
             self.param_names,
@@ -78,7 +83,11 @@ class _Group(nn.Module):
         # Shared inputs (in_dims None) reach fn unbatched, as they are.
         in_dims = (0, 0) + (0,) * len(inputs) + (None,) * len(shared)
         run = vmap(member, in_dims=in_dims, randomness=randomness, chunk_size=chunk_size)
-        return run(tuple(self.stacked), self.buffers_stacked(), *inputs, *shared)
+        params, buffers = tuple(self.stacked), self.buffers_stacked()
+        if len(rows) < len(self.members):
+            index = torch.tensor(rows)
+            params, buffers = tuple(p[index] for p in params), tuple(b[index] for b in buffers)
+        return run(params, buffers, *inputs, *shared)
 
     def row_state(self, row: int) -> dict[str, Tensor]:
         """A copy of one row's parameters and buffers, by the members' own names."""
@@ -160,29 +169,33 @@ class Ensemble(nn.Module):
         """Every member's forward pass on its own slice of the inputs, stacked on axis 0."""
         return self.map(lambda model, *x: model(*x), *inputs, shared=shared)
 
-    def map(self, fn: Callable, *inputs: Tensor, shared: tuple = (), chunk_size=None):
+    def map(self, fn: Callable, *inputs: Tensor, shared=(), members=None, chunk_size=None):
         """``fn(model, *member_inputs, *shared)`` for every member, outputs stacked on axis 0.
 
         ``model`` is the member's architecture holding member e's weights; ``fn`` may return
-        a tensor or a tuple of tensors, of one shape for every member. ``chunk_size`` runs
-        that many members at a time, to bound memory when ``fn`` makes large tensors.
+        a tensor or a tuple of tensors, of one shape for every member. ``members`` runs only
+        those (still training; the inputs then hold one entry for each, in that order).
+        ``chunk_size`` runs that many members at a time, to bound memory.
         """
+        chosen = self.active if members is None else list(members)
         for x in inputs:
-            if not isinstance(x, Tensor) or x.dim() == 0 or x.shape[0] != self.size:
+            if not isinstance(x, Tensor) or x.dim() == 0 or x.shape[0] != len(chosen):
                 found = format_shape(x) if isinstance(x, Tensor) else type(x).__name__
                 raise ValueError(
-                    f"every input needs a leading axis of E = {self.size} members; got {found}"
+                    f"every input needs a leading axis of E = {len(chosen)} members; got {found}"
                 )
-        position = {e: i for i, e in enumerate(self.active)}
+        position = {e: i for i, e in enumerate(chosen)}
         outputs, order = [], []
         for group in self.groups:
-            rows = [position[e] for e in group.members]
+            rows = [r for r, e in enumerate(group.members) if e in position]
             if rows:
-                index = torch.tensor(rows)
-                part = [x if len(rows) == self.size else x[index] for x in inputs]
-                outputs.append(group.run(fn, part, tuple(shared), chunk_size, self.randomness))
-                order += rows
-        if len(outputs) == 1:
+                at = [position[group.members[r]] for r in rows]
+                whole = at == list(range(len(chosen)))
+                part = [x if whole else x[torch.tensor(at)] for x in inputs]
+                run = group.run(fn, rows, part, tuple(shared), chunk_size, self.randomness)
+                outputs.append(run)
+                order += at
+        if len(outputs) == 1 and order == sorted(order):  # one group, in order: nothing to join
             return outputs[0]
         back = torch.tensor(order).argsort()  # from group order back to member order
         if isinstance(outputs[0], tuple):
