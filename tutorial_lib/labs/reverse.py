@@ -1,16 +1,17 @@
-"""Chapter Q5's experiment: a tiny encoder-decoder learns to reverse strings of digits.
+"""Chapter Q5's experiment over seeds: E copies of the chapter's encoder-decoder
+(:mod:`tutorial_lib.labs.reverse_model`, whose names this module shares) learn to reverse
+digits side by side.
 
 Dimension letters as in :mod:`tutorial_lib.model`: E ensemble members (seeds), B batch,
 T_src source length, T_tgt target length, D width, H heads, V vocabulary.
 
-The chapter trains it live; the tests and ``make bench`` train the same model with the
-same settings from here, so the three cannot drift apart. :func:`train_reverse` trains one
-model by :func:`tutorial_lib.training.train`; :func:`train_ensemble` trains E of them at
-once as one :class:`~tutorial_lib.labs.seed_ensemble.Ensemble`, by the same recipe (Adam
-with the paper's betas, a linear warm-up, teacher forcing, fresh batches) and the same
-loop, :func:`tutorial_lib.training.fit`: every member keeps its own initialisation, its
-own stream of batches and its own Adam state, exactly as if it were trained alone, and a
-member that reaches the target leaves the batch.
+The chapter trains it live; the tests and ``make bench`` train the same models with the
+same settings from here, so the three cannot drift apart. :func:`train_ensemble` trains
+them as one :class:`~tutorial_lib.labs.seed_ensemble.Ensemble` by the one-model recipe
+(Adam with the paper's betas, a linear warm-up, teacher forcing, fresh batches) and the
+same loop, :func:`tutorial_lib.training.fit`: every member keeps its own initialisation,
+its own batches and its own Adam state, as if trained alone, and a member that reaches
+the target leaves the batch.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ import torch
 from torch import Tensor
 
 from .. import seeds
-from ..data import PAD, make_batch, teacher_forcing, vocab_size
+from ..data import PAD, make_batch, teacher_forcing
 from ..model import Transformer, TransformerConfig, source_mask, target_mask
-from ..training import TrainResult, fit, train
+from ..training import fit
+from .reverse_model import LENGTH, N_SYMBOLS, chapter_config, smoothed_loss_floor, train_reverse
 from .seed_ensemble import Ensemble
 
 __all__ = [
@@ -39,51 +41,6 @@ __all__ = [
     "train_ensemble",
     "smoothed_loss_floor",
 ]
-
-N_SYMBOLS = 10  # digits 0..9
-LENGTH = 8  # the string length: as many steps to learn as 16 digits take, at half the cost
-
-
-def chapter_config(**changes) -> TransformerConfig:
-    """The chapter's model: D=32, H=4, d_ff=128, one layer per stack; ``changes`` override."""
-    V = vocab_size(N_SYMBOLS)
-    config = TransformerConfig(
-        src_vocab=V,
-        tgt_vocab=V,
-        d_model=32,
-        n_head=4,
-        d_ff=128,
-        n_enc_layers=1,
-        n_dec_layers=1,
-        dropout=0.0,  # fresh data every step: nothing to overfit (the paper's 0.1 fights that)
-        max_len=128,
-        token_rms=0.25,  # small token vectors leave the positions audible (the chapter shows why)
-    )
-    return dataclasses.replace(config, **changes)
-
-
-def train_reverse(seed: int = 0, **train_kwargs) -> tuple[Transformer, TrainResult]:
-    """A fresh chapter model trained on reverse (length ``LENGTH`` = 8, lr 5e-3) until greedy
-    decoding is exact on 1,000 held-out strings; ``train_kwargs`` pass on to :func:`.train`."""
-    seeds.manual_seed("reverse", seed)
-    model = Transformer(chapter_config())
-    options = {"length": LENGTH, "n_symbols": N_SYMBOLS, "lr": 5e-3, "seed": seed} | train_kwargs
-    return model, train(model, "reverse", **options)
-
-
-def smoothed_loss_floor(epsilon: float, V: int) -> tuple[float, float]:
-    """The lowest cross-entropy a model can reach with label smoothing, and its confidence there.
-
-    Smoothing trains against q = (1 - epsilon) one_hot + epsilon / V (PyTorch's
-    ``label_smoothing``: the epsilon is spread over all V classes, the right one included).
-    The cross-entropy -sum q log p is smallest at p = q, where it equals the entropy of q,
-    and the model's top probability is then 1 - epsilon + epsilon / V.
-    """
-    if not 0 <= epsilon < 1:  # 1 would smooth the target into the uniform; NaN fails too
-        raise ValueError(f"epsilon must lie in [0, 1) (label smoothing); got epsilon={epsilon}")
-    top, rest = 1 - epsilon + epsilon / V, epsilon / V
-    floor = -top * math.log(top) - (V - 1) * (rest * math.log(rest) if rest else 0.0)
-    return floor, top
 
 
 def _logits(model: Transformer, src: Tensor, dec_in: Tensor, self_mask: Tensor) -> Tensor:
@@ -206,27 +163,21 @@ def train_ensemble(
 ) -> EnsembleRun:
     """Train one model per entry of ``configs`` (E members) at once, as one batched model.
 
-    Member e is initialised from ``seeds.manual_seed("ensemble", key, "init", e)`` (or copied
-    from ``start[e]``) and reads its own fresh batches of ``task`` from
-    ``seeds.generator("ensemble", key, "data", e)``. The configs may differ only in what does
-    not change the parameters' shapes or the modules: ``token_rms`` (the initial size of the
-    token vectors) and ``causal`` (the decoder's mask). Training is
-    :func:`tutorial_lib.training.train`'s recipe: Adam with betas (0.9, 0.98), eps 1e-9, a
-    linear warm-up over ``warmup`` steps to ``lr``, teacher forcing; fresh batches of
-    ``batch_size`` (32 by default, half of ``train``'s 64: the runs need more steps, but take
-    less time in all). ``label_smoothing`` (one value, or one per member) is PyTorch's: the
-    target is (1 - epsilon) one-hot + epsilon / V. ``unrelated_targets``: every target is a
-    fresh random string, unrelated to its source (nothing to learn; the chapter's test of the
-    causal mask).
+    Member e starts from ``seeds.manual_seed("ensemble", key, "init", e)`` (or ``start[e]``)
+    and reads fresh batches of ``task`` from ``seeds.generator("ensemble", key, "data", e)``.
+    Configs may differ only in ``token_rms`` (the tokens' initial size) and ``causal`` (the
+    decoder's mask). The recipe is :func:`tutorial_lib.training.train`'s: Adam with betas
+    (0.9, 0.98), eps 1e-9, a linear warm-up over ``warmup`` steps to ``lr``, teacher forcing;
+    batches of ``batch_size`` (half of ``train``'s 64: more steps, less time in all).
+    ``label_smoothing`` (one value, or one per member) is PyTorch's. ``unrelated_targets``:
+    every target is a fresh random string (nothing to learn; the chapter's causal-mask test).
 
     With a ``target``, a member whose fresh batch is entirely right (at most every 5 steps)
-    is checked on the held-out ``test_set`` (default: the 1,000 sequences ``train`` uses,
-    ``make_batch(task, 1000, length, seed=10_000)``) by the teacher-forced exact match, which
-    equals greedy decoding's for a causal decoder; at the target it stops and leaves the
-    batch. ``target=None`` trains every member for ``steps`` steps. ``snapshot_steps``: keep
-    a copy of every member still training after those steps. ``progress(batches, label,
-    total)``, if given, wraps the stream of batches (:func:`tutorial_lib.notebook.progress`
-    shows a counter).
+    is checked on ``test_set`` (default: ``make_batch(task, 1000, length, seed=10_000)``, as
+    ``train``) by its teacher-forced exact match, which equals greedy decoding's for a
+    causal decoder; at the target it leaves the batch. ``target=None`` trains every member
+    ``steps`` steps. ``snapshot_steps``: keep a copy of every member still training after
+    those steps. ``progress(batches, label, total)`` wraps the stream of batches (a counter).
     """
     configs = list(configs)
     _check_configs(configs, start)
