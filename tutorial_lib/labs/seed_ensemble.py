@@ -26,22 +26,11 @@ from collections.abc import Callable, Iterable
 
 import torch
 from torch import Tensor, nn
-from torch.func import functional_call, stack_module_state, vmap
+from torch.func import stack_module_state, vmap
 
 from ..validate import format_shape
 
 __all__ = ["Ensemble"]
-
-
-class _Call(nn.Module):
-    """``fn(model, *inputs)`` as a module, so that ``functional_call`` can swap the weights."""
-
-    def __init__(self, model: nn.Module, fn: Callable):
-        super().__init__()
-        self.model, self.fn = model, fn
-
-    def forward(self, *inputs):
-        return self.fn(self.model, *inputs)
 
 
 class _Group(nn.Module):
@@ -58,6 +47,9 @@ class _Group(nn.Module):
         # A weightless copy holds the structure that the stacked weights are poured into; in a
         # list so that it is not registered as a submodule (its parameters are not ours).
         self._skeleton = [copy.deepcopy(models[0]).to("meta").train(self.training)]
+        # Where each stacked tensor goes in it: (the module's dict of parameters or buffers, name).
+        self._slots = [_slot(self._skeleton[0], n, "_parameters") for n in self.param_names]
+        self._slots += [_slot(self._skeleton[0], n, "_buffers") for n in self.buffer_names]
 
     def train(self, mode: bool = True) -> _Group:
         super().train(mode)
@@ -69,16 +61,19 @@ class _Group(nn.Module):
 
     def run(self, fn, rows, inputs, shared, chunk_size, randomness):
         """fn(model, *member_inputs, *shared) for these rows, stacked on axis 0."""
-        call, names, buffer_names = (
-            _Call(self._skeleton[0], fn),
-            self.param_names,
-            self.buffer_names,
-        )
+        skeleton, slots = self._skeleton[0], self._slots
 
         def member(params, buffers, *args):
-            state = {f"model.{n}": p for n, p in zip(names, params, strict=True)}
-            state |= {f"model.{n}": b for n, b in zip(buffer_names, buffers, strict=True)}
-            return functional_call(call, state, args)
+            # Member e's tensors into the skeleton for the call (functional_call's job, done
+            # here by plain dict assignments: its bookkeeping cost more than a small forward).
+            saved = [where[name] for where, name in slots]
+            for (where, name), tensor in zip(slots, params + buffers, strict=True):
+                where[name] = tensor
+            try:
+                return fn(skeleton, *args)
+            finally:
+                for (where, name), tensor in zip(slots, saved, strict=True):
+                    where[name] = tensor
 
         # Shared inputs (in_dims None) reach fn unbatched, as they are.
         in_dims = (0, 0) + (0,) * len(inputs) + (None,) * len(shared)
@@ -244,6 +239,11 @@ class Ensemble(nn.Module):
                     owned[name].copy_(value)
                 model.eval()
         return models
+
+
+def _slot(model: nn.Module, name: str, kind: str) -> tuple[dict, str]:
+    path, _, attr = name.rpartition(".")
+    return getattr(model.get_submodule(path), kind), attr
 
 
 def _per_row(value: object, p: Tensor) -> bool:
