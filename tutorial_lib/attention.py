@@ -68,10 +68,7 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
         any_allowed = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
         # Rows with nothing allowed get finite scores, so softmax stays NaN-free; zeroed below.
         scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_allowed, 0.0)
-    if scores.shape[-1] > 32:
-        weights = torch.softmax(scores, dim=-1)
-    else:  # the same softmax over T_k moved first: PyTorch's CPU kernel is slow on short rows
-        weights = torch.softmax(scores.movedim(-1, 0), dim=0).movedim(0, -1)
+    weights = torch.softmax(scores, dim=-1)
     return weights if mask is None else weights * any_allowed
 
 
