@@ -112,7 +112,9 @@ def teacher_forcing_loss(model: Transformer, src: Tensor, tgt: Tensor) -> tuple[
     """
     dec_in, dec_target = teacher_forcing(tgt)  # (B, T+1), (B, T+1)
     logits = model(src, dec_in)  # (B, T+1, V)
-    loss = F.cross_entropy(logits.flatten(0, 1), dec_target.flatten(), ignore_index=PAD)
+    # (B, V, T+1): cross_entropy takes the classes on the second axis (and on CPU it is several
+    # times faster there than over a short last axis).
+    loss = F.cross_entropy(logits.transpose(1, 2), dec_target, ignore_index=PAD)
     return loss, logits
 
 
@@ -156,9 +158,11 @@ def train(
     Each fresh batch is unseen until its step, so the share of its sequences predicted right
     at every position (before the update) is a free held-out estimate. When it reaches
     ``target_accuracy`` (at most every 5 steps), and every ``eval_every`` steps if given,
-    the model is checked on ``test_set`` (default: 1000 sequences from another seed), first
-    with the cheap :func:`.teacher_forced_accuracy`, then, if that reaches the target, with
-    greedy decoding; training stops when greedy decoding reaches it. Evaluation time counts
+    the model is checked on ``test_set`` (default: 1000 sequences from another seed) by
+    :func:`.teacher_forced_accuracy`, one forward pass, which for a causal decoder is greedy
+    decoding's verdict (greedy decoding confirms it for a decoder that sees the future); first
+    on a quarter of the set, where most checks fail (their recorded accuracy is that
+    quarter's). Training stops when the whole set reaches the target. Evaluation time counts
     in ``seconds``. ``lr`` is the rate after warm-up; 5e-3 suits the chapter's small model.
     ``target_accuracy=None`` never stops early: all ``max_steps`` run, and the test set is
     checked every ``eval_every`` steps and at the end.
@@ -187,9 +191,11 @@ def train(
         if not (promising or periodic or step == max_steps):
             return False
         last["check"] = step
-        # The cheap check (one forward pass) equals greedy accuracy; greedy confirms it.
-        accuracy = teacher_forced_accuracy(model, *test_set)
-        if accuracy >= target:
+        quarter = [t[: len(t) // 4] for t in test_set] if target <= 1 else test_set
+        accuracy = teacher_forced_accuracy(model, *quarter)
+        if accuracy >= target and quarter is not test_set:
+            accuracy = teacher_forced_accuracy(model, *test_set)
+        if accuracy >= target and not model.config.causal:
             accuracy = sequence_accuracy(model, *test_set)
         checks.append((step, time.perf_counter() - start, accuracy))
         return accuracy >= target
