@@ -14,8 +14,8 @@ Exactness: :func:`tutorial_lib.training.fit` minimises the *sum* of the members'
 with Adam. The gradient of that sum with respect to member e's weights is member e's own
 gradient, and Adam updates every number from its own gradient alone, so each member
 follows the path it would follow if trained alone (to float rounding: a batched product
-may round differently from a single one). A member that is done can leave (:meth:`retire`):
-the others go on exactly as before, and the batch gets smaller.
+may round differently from a single one). A member that is done can leave
+(:meth:`Ensemble.retire`): the others go on exactly as before, and the batch gets smaller.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ class Ensemble(nn.Module):
 
     @property
     def size(self) -> int:
-        """How many members are still training: the length of the inputs' leading axis."""
+        """The number of members still training, the length of the inputs' leading axis."""
         return sum(len(group.members) for group in self.groups)
 
     @property
