@@ -94,3 +94,12 @@ def test_training_follows_the_seed_and_reports(monkeypatch):
     monkeypatch.setenv("BOOK_SEED", "7")
     c = train_heads([1, 2], key="test", steps=3, batch_size=4, n_test=5)
     assert c.losses != a.losses
+
+
+def test_the_scored_logits_are_the_full_logits_from_the_first_scored_position():
+    model = models_for((2,))[0]
+    tokens, _ = difference_batch(5, torch.Generator().manual_seed(3))
+    full, attn = model(tokens)
+    scored, same_attn = model(tokens, FIRST_SCORED)
+    torch.testing.assert_close(scored, full[:, FIRST_SCORED:])
+    torch.testing.assert_close(same_attn, attn)

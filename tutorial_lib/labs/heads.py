@@ -81,7 +81,7 @@ def earlier_only() -> Tensor:
 class TinyAttentionModel(nn.Module):
     """Embedding + learned positions, one multi-head attention layer (post-LN), an MLP.
 
-    ``forward(tokens (B, T)) -> logits (B, T, V), attn (B, H, T, T)``.
+    ``forward(tokens (B, T), first=0) -> logits (B, T - first, V), attn (B, H, T, T)``.
     """
 
     def __init__(self, n_head: int):
@@ -96,7 +96,9 @@ class TinyAttentionModel(nn.Module):
         self.readout = nn.Sequential(nn.Linear(WIDTH, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, VOCAB))
         self.register_buffer("mask", earlier_only(), persistent=False)
 
-    def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, tokens: Tensor, first: int = 0) -> tuple[Tensor, Tensor]:
+        """tokens (B, T) -> logits (B, T - first, V) of positions first.. (training reads only
+        the scored ones: the MLP then skips the rest), weights (B, H, T, T)."""
         require_token_ids("tokens", tokens, VOCAB)
         if tokens.shape[1] != LENGTH:
             raise ValueError(
@@ -105,7 +107,7 @@ class TinyAttentionModel(nn.Module):
             )
         h = self.embed(tokens) + self.position  # (B, T, D)
         h, attn = self.attention(h, h, h, mask=self.mask[None])  # (B, T, D), (B, H, T, T)
-        return self.readout(h), attn
+        return self.readout(h[:, first:].contiguous()), attn  # contiguous: faster under vmap
 
 
 def scored_loss(logits: Tensor, target: Tensor) -> Tensor:
@@ -169,8 +171,8 @@ def train_heads(
 
     def loss_fn(ensemble, batch):
         tokens, target = batch  # (R, B, T) each
-        logits = ensemble.map(lambda model, x: model(x)[0], tokens)  # (R, B, T, V)
-        return scored_loss(logits[:, :, FIRST_SCORED:], target).sum()  # copies independent: sum
+        logits = ensemble.map(lambda model, x: model(x, FIRST_SCORED)[0], tokens)  # (R, B, T_q, V)
+        return scored_loss(logits, target).sum()  # the copies are independent: sum
 
     losses = fit(ensemble, stream, loss_fn, steps=steps, lr=lr)
     for _ in stream:  # nothing is left; this lets a report close its line
