@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +63,7 @@ def fit(
     lr: float,
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-8,
-    warmup: int = 0,
+    warmup: int | Sequence[int] = 0,
     on_step: Callable[[int, float, Any], bool | None] | None = None,
 ) -> list[float]:
     """Train ``model`` with Adam on ``steps`` batches; returns the loss of every step.
@@ -74,11 +74,13 @@ def fit(
     (:class:`tutorial_lib.labs.seed_ensemble.Ensemble`) it may instead return the members
     that are done: they leave (``model.retire``) and training ends once none is left.
     ``warmup`` > 0 ramps the rate linearly over that many steps (Post-LN Transformers need
-    it: full-size steps on fresh weights can diverge). The model is left in eval mode.
+    it: full-size steps on fresh weights can diverge); for an ensemble it may be one count per
+    member, each member's rate ramping on its own (``model.scale_update`` shrinks the steps of
+    those below the largest rate). The model is left in eval mode.
     """
     optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
-    schedule = None
-    if warmup:
+    schedule, per_member = None, not isinstance(warmup, int)
+    if warmup and not per_member:
         schedule = torch.optim.lr_scheduler.LambdaLR(
             optimiser, lambda s: min(1.0, (s + 1) / warmup)
         )
@@ -93,7 +95,17 @@ def fit(
         loss, extra = result if isinstance(result, tuple) else (result, None)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
+        before = None
+        if per_member:  # each member's own ramp; the optimiser takes the largest rate
+            ramp = {e: min(1.0, step / warmup[e]) if warmup[e] else 1.0 for e in model.active}
+            top = max(ramp.values())
+            for group in optimiser.param_groups:
+                group["lr"] = lr * top
+            if min(ramp.values()) < top:
+                before = [p.detach().clone() for p in model.parameters()]
         optimiser.step()
+        if before is not None:
+            model.scale_update(before, {e: r / top for e, r in ramp.items()})
         if schedule is not None:
             schedule.step()
         losses.append(loss.item())

@@ -81,7 +81,7 @@ def test_a_causal_ensemble_takes_a_batch_as_large_as_its_length():
         torch.testing.assert_close(logits[e], model(tokens[e]))
 
 
-@pytest.mark.parametrize("warmup", [0, 3])
+@pytest.mark.parametrize("warmup", [0, 3, [0, 3]])
 def test_train_runs_trains_each_member_as_fit_trains_it_alone(warmup):
     kinds, placements = ["batch_masked", "layer"], ["post", "pre"]
     ensemble = Ensemble(members(kinds=kinds, placements=placements)).double()
@@ -106,7 +106,8 @@ def test_train_runs_trains_each_member_as_fit_trains_it_alone(warmup):
             return F.cross_entropy(model(tokens[e], mask)[mask], target[e][mask])
 
         items = iter(zip(data, targets, strict=True))
-        alone = fit(model, items, one_loss, steps=6, lr=1e-2, warmup=warmup)
+        own = warmup[e] if isinstance(warmup, list) else warmup
+        alone = fit(model, items, one_loss, steps=6, lr=1e-2, warmup=own)
         torch.testing.assert_close(losses[:, e], torch.tensor(alone, dtype=torch.float64))
         for (name, ours), (_, theirs) in zip(
             trained[e].state_dict().items(), model.state_dict().items(), strict=True

@@ -188,3 +188,24 @@ def test_map_over_some_members_in_any_order_and_in_evaluation_mode():
     out = ensemble.map(lambda m, xe, k: m(xe, k), x, shared=(mask,), members=[3, 1])
     for i, e in enumerate([3, 1]):
         torch.testing.assert_close(out[i], members[e].eval()(x[i], mask))
+
+
+def test_each_member_may_warm_up_on_its_own_schedule():
+    data = torch.randn(3, 6, 5, 3, generator=torch.Generator().manual_seed(5))
+    warmups = [0, 3, 5]
+    alone = [make(e) for e in range(3)]
+    for e, model in enumerate(alone):
+        fit(
+            model,
+            iter(data[e]),
+            lambda m, x: (m(x) ** 2).mean(),
+            steps=6,
+            lr=0.1,
+            warmup=warmups[e],
+        )
+    members = [make(e) for e in range(3)]
+    ensemble = Ensemble(members)
+    batches = (data[:, step] for step in range(6))
+    loss = lambda m, x: (m(x) ** 2).mean(dim=(1, 2)).sum()  # noqa: E731
+    fit(ensemble, batches, loss, steps=6, lr=0.1, warmup=warmups)
+    assert_same_weights(alone, ensemble.unstack(members))

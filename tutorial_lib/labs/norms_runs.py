@@ -37,13 +37,14 @@ def train_runs(
     *,
     steps: int,
     lr: float,
-    warmup: int = 0,
+    warmup: int | list[int] = 0,
 ) -> Tensor:
     """Train every run with Adam, one step per batch: :func:`tutorial_lib.training.fit` with
     one loss per run. ``loss_fn(ensemble, batch)`` returns the runs' losses, shape (E,);
     their sum is minimised, so each run gets the gradient of its own loss only and trains
     as if alone. Returns each run's loss on each batch, before the step learns from it,
-    (steps, E). The ensemble is left in eval mode."""
+    (steps, E). ``warmup``: steps of linear warm-up, for every run or one count per run. The
+    ensemble is left in eval mode."""
     losses: list[Tensor] = []
     stream: Iterator[Any] = iter(batches)
 

@@ -209,6 +209,16 @@ class Ensemble(nn.Module):
             group.keep([r for r, e in enumerate(group.members) if e not in done], optimiser)
         return self.size
 
+    @torch.no_grad()
+    def scale_update(self, before: list[Tensor], factors: dict[int, float]) -> None:
+        """Cut member e's last step to ``factors[e]`` of it, p = before + f (p - before): a rate
+        of its own (``before``: the parameters before the step, in ``parameters()`` order)."""
+        previous = iter(before)
+        for group in self.groups:
+            f = torch.tensor([factors[e] for e in group.members])
+            for p in group.stacked:
+                p.copy_(next(previous).lerp(p, f.view(-1, *[1] * (p.dim() - 1)).to(p.dtype)))
+
     def member_state(self, e: int) -> dict[str, Tensor]:
         """A copy of member e's parameters and buffers, by its own names."""
         if e in self._finished:
