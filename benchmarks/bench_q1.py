@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-from bench_q2 import BOOK, chapter_execution
-from common import Result, time_explorer
+from common import Result, chapter_execution, time_explorer
 
 from tutorial_lib.figures import Explorer
 from tutorial_lib.figures.attention import shape_trace_html
@@ -37,4 +36,4 @@ def bench_q1_heads_experiment():
 
 
 def bench_q1_chapter_execution():
-    return chapter_execution(BOOK / "q1_heads.ipynb", "Q1", 20.0)
+    return chapter_execution("Q1", 20.0)

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
-from bench_q2 import chapter_execution
-from common import Result, time_explorer
-
-BOOK = Path(__file__).resolve().parents[1] / "book"
-CHAPTER = BOOK / "q4_norms.ipynb"
+from common import Result, chapter_execution, time_explorer
 
 
 def bench_q4_axes_explorer() -> list[Result]:
@@ -25,8 +20,8 @@ def bench_q4_ensemble_step() -> list[Result]:
     """One training step of the chapter's 24 runs: stacked in one ensemble, and one by one.
 
     The chapter trains 8 runs of each of 3 norms (2 layers, D = 32, batches of 8 sentences
-    of up to 16 tokens) as one EncoderEnsemble; the same 24 models trained one after
-    another with ``training.fit`` are the alternative it avoids. Medians of 10 steps.
+    of up to 16 tokens) as one Ensemble (one group per norm); the same 24 models trained one
+    after another with ``training.fit`` are the alternative it avoids. Medians of 10 steps.
     """
     import statistics
 
@@ -34,7 +29,8 @@ def bench_q4_ensemble_step() -> list[Result]:
     import torch.nn.functional as F
 
     from tutorial_lib.labs.norms import TinyEncoder
-    from tutorial_lib.labs.norms_ensemble import EncoderEnsemble, train_runs
+    from tutorial_lib.labs.norms_runs import train_runs
+    from tutorial_lib.labs.seed_ensemble import Ensemble
     from tutorial_lib.training import fit, one_thread
 
     def members():
@@ -54,16 +50,15 @@ def bench_q4_ensemble_step() -> list[Result]:
     target = torch.randint(0, 2, (24, *mask.shape), generator=g)
 
     def run_losses(model, _):
-        logits = model(tokens, mask)[:, mask]  # (E, N, 2)
-        losses = F.cross_entropy(logits.flatten(0, 1), target[:, mask].flatten(), reduction="none")
-        return losses.view(24, -1).mean(dim=1)
+        logits = model(tokens, shared=(mask,))[:, mask]  # (E, N, 2)
+        return F.cross_entropy(logits.transpose(1, 2), target[:, mask], reduction="none").mean(1)
 
     with one_thread():
-        ensemble = EncoderEnsemble(members())
+        ensemble = Ensemble(members())
         stacked = []
         for _ in range(11):
             start = time.perf_counter()
-            train_runs(ensemble, [None], run_losses, lr=3e-3)
+            train_runs(ensemble, [None], run_losses, steps=1, lr=3e-3)
             stacked.append(1000 * (time.perf_counter() - start))
         separate = []
         models = members()
@@ -94,7 +89,7 @@ def bench_q4_ensemble_step() -> list[Result]:
 
 def bench_q4_chapter_execution() -> list[Result]:
     """The notebook top to bottom in a fresh kernel, as the build runs it. Budget: 15 s."""
-    return chapter_execution(CHAPTER, "Q4", 15.0)
+    return chapter_execution("Q4", 15.0)
 
 
 def bench_q4_rmsnorm_timing() -> list[Result]:

@@ -7,9 +7,17 @@ them, prints one table and writes it to ``_build/bench.json``.
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import book_toc  # noqa: E402  (the chapters, in the order of _toc.yml)
 
 
 @dataclass
@@ -70,3 +78,48 @@ def time_explorer(name: str, explorer, budget_ms: float = 60.0) -> list[Result]:
         Result(f"{name}: display in a live kernel", display_ms, "ms", None,
                "starting frame and widget; the other frames are drawn when asked for"),
     ]  # fmt: skip
+
+
+def chapter(label: str) -> Path:
+    """The notebook of chapter ``label`` ("Q1", "Q3b"), found in ``_toc.yml`` as the tests do."""
+    prefix = label.lower() + "_"
+    found = [path for path in book_toc.chapters(ROOT) if path.stem.startswith(prefix)]
+    if len(found) != 1:
+        raise ValueError(
+            f"no single chapter {label} in _toc.yml; its chapters: {book_toc.chapters(ROOT)}"
+        )
+    return found[0]
+
+
+def chapter_execution(label: str, budget_s: float | None = None) -> list[Result]:
+    """Chapter ``label`` top to bottom in a fresh kernel, as the build runs it (kernel start
+    included).
+
+    Wall time is what a reader waits; the kernel's CPU time and the load average
+    say how much of it was other processes on a shared machine.
+    """
+    import nbformat
+    import psutil
+    from nbclient import NotebookClient
+
+    notebook = chapter(label)
+    nb = nbformat.read(notebook, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(notebook.parent)}},
+    )
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    with client.setup_kernel():
+        kernel = psutil.Process(client.km.provisioner.process.pid)
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        cpu = kernel.cpu_times()
+    wall = time.perf_counter() - start
+    note = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on 2 cores"
+    return [
+        Result(f"{label} chapter execution, wall (fresh kernel)", wall, "s", budget_s, note),
+        Result(f"{label} chapter execution, kernel CPU", cpu.user + cpu.system, "s", None),
+    ]

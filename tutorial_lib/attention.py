@@ -63,13 +63,13 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     """Softmax of scores (..., T_q, T_k) over the keys, without those where ``mask`` (as
     :func:`require_mask` allows) is False. A query that may read nothing gets all-zero weights,
     not the NaN of a softmax over a row of -inf."""
-    if mask is None:
-        return torch.softmax(scores, dim=-1)
-    require_mask(mask, scores.shape)
-    any_allowed = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
-    # Rows with nothing allowed get finite scores, so softmax stays NaN-free; they are zeroed below.
-    scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_allowed, 0.0)
-    return torch.softmax(scores, dim=-1) * any_allowed
+    if mask is not None:
+        require_mask(mask, scores.shape)
+        any_allowed = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+        # Rows with nothing allowed get finite scores, so softmax stays NaN-free; zeroed below.
+        scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_allowed, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    return weights if mask is None else weights * any_allowed
 
 
 def scaled_dot_product_attention(

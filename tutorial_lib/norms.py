@@ -230,8 +230,13 @@ class BatchNorm(nn.Module):
         else:
             factor = self.momentum
         unbiased = var * n / (n - 1)  # (D,): the running variance estimates the population's
-        self.running_mean.lerp_(mean.detach().to(self.running_mean.dtype), factor)
-        self.running_var.lerp_(unbiased.detach().to(self.running_var.dtype), factor)
+        # copy_(lerp(...)) rather than lerp_: the same numbers, and vmap has a rule for it.
+        self.running_mean.copy_(
+            self.running_mean.lerp(mean.detach().to(self.running_mean.dtype), factor)
+        )
+        self.running_var.copy_(
+            self.running_var.lerp(unbiased.detach().to(self.running_var.dtype), factor)
+        )
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, momentum={self.momentum}, eps={self.eps}"

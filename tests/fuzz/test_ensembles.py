@@ -1,5 +1,7 @@
-"""Property suite: every member of the labs' batched ensembles computes what its single model
-computes, for drawn sizes, seeds, norms and masks (kept from the old fuzz suite's entries)."""
+"""Property suite: every member of the book's ensemble engine computes what its single model
+computes, for drawn sizes, seeds, head counts, norms, placements and masks."""
+
+import copy
 
 import torch
 from hypothesis import given, settings
@@ -7,7 +9,6 @@ from hypothesis import strategies as st
 from torch import nn
 
 from tutorial_lib.labs import heads as LH
-from tutorial_lib.labs import norms_ensemble as NE
 from tutorial_lib.labs.norms import TinyEncoder
 from tutorial_lib.labs.seed_ensemble import Ensemble
 
@@ -29,10 +30,10 @@ def test_every_heads_copy_computes_its_single_model(data):
     torch.manual_seed(draw(st.integers(0, 99)))
     models = [LH.TinyAttentionModel(h) for h in n_heads]
     tokens = ids(draw, len(models), draw(st.integers(1, 3)), LH.LENGTH, vocab=LH.VOCAB)
-    logits, _ = LH.HeadsEnsemble(models)(tokens)
+    logits = Ensemble(models).map(lambda model, x: model(x)[0], tokens)
     for r, model in enumerate(models):
         alone, _ = model(tokens[r])
-        torch.testing.assert_close(logits[r], alone[:, LH.FIRST_SCORED :], atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(logits[r], alone, atol=1e-4, rtol=1e-4)
 
 
 def encoder_members(draw):
@@ -69,15 +70,19 @@ def test_every_encoder_member_computes_its_tiny_encoder(data):
     members = encoder_members(data.draw)
     tokens, mask = encoder_batch(data.draw, len(members))
     training = data.draw(st.booleans())
-    ensemble = NE.EncoderEnsemble(members).train(training)
-    logits = ensemble(tokens, mask)
+    ensemble = Ensemble(members).train(training)
+    shared = (mask,) if tokens.dim() == 3 else (tokens, mask)
+    batched = (tokens,) if tokens.dim() == 3 else ()
+    logits = ensemble.map(lambda model, *x: model(*x), *batched, shared=shared)
     for e, model in enumerate(members):
         alone = model.train(training)(tokens if tokens.dim() == 2 else tokens[e], mask)
         torch.testing.assert_close(logits[e], alone, atol=1e-4, rtol=1e-4)
     e = data.draw(st.integers(0, len(members) - 1))
-    copy = ensemble.eval().member(e)  # a TinyEncoder that computes what member e computes
-    ours = copy(tokens if tokens.dim() == 2 else tokens[e], mask)
-    torch.testing.assert_close(ours, ensemble(tokens, mask)[e], atol=1e-4, rtol=1e-4)
+    # Member e's weights and running statistics, back in a TinyEncoder of its own.
+    member = ensemble.eval().unstack([copy.deepcopy(m) for m in members])[e]
+    ours = member(tokens if tokens.dim() == 2 else tokens[e], mask)
+    theirs = ensemble.map(lambda model, *x: model(*x), *batched, shared=shared)[e]
+    torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
 class Scaled(nn.Module):

@@ -1,19 +1,20 @@
-"""tutorial_lib.labs.heads: the ensemble computes and trains exactly its single models."""
+"""tutorial_lib.labs.heads: every copy of the ensemble computes and trains as its single model."""
 
 import pytest
 import torch
 
-from tutorial_lib.labs import heads
+from tutorial_lib import seeds
 from tutorial_lib.labs.heads import (
     FIRST_SCORED,
     LENGTH,
     VOCAB,
-    HeadsEnsemble,
     TinyAttentionModel,
     difference_batch,
     scored_loss,
     train_heads,
 )
+from tutorial_lib.labs.seed_ensemble import Ensemble
+from tutorial_lib.training import fit
 
 
 def models_for(n_heads, seed=0):
@@ -33,60 +34,44 @@ def test_targets_are_the_difference_of_the_two_previous_digits():
 # full length: the causal map must never be mistaken for a padding mask there.
 @pytest.mark.parametrize("B", [7, LENGTH - FIRST_SCORED, LENGTH])
 @pytest.mark.parametrize("n_heads", [(1, 2), (2, 1, 4, 1), (4, 4)])
-def test_every_copy_computes_its_single_model(n_heads, B):
+def test_every_copy_of_the_ensemble_computes_and_learns_its_single_model(n_heads, B):
     models = models_for(n_heads)
-    ensemble = HeadsEnsemble(models)
-    tokens, _ = difference_batch(B, torch.Generator().manual_seed(1), copies=len(models))
-    logits, attn = ensemble(tokens)
+    ensemble = Ensemble(models_for(n_heads))
+    tokens, target = difference_batch(B, torch.Generator().manual_seed(1), copies=len(models))
+    logits = ensemble.map(lambda model, x: model(x)[0], tokens)  # (R, B, T, V)
+    scored_loss(logits[:, :, FIRST_SCORED:], target).sum().backward()
     for r, model in enumerate(models):
-        single_logits, single_attn = model(tokens[r])  # (B, T, V), (B, H, T, T)
-        torch.testing.assert_close(logits[r], single_logits[:, FIRST_SCORED:])
-        weights = ensemble.head_weights(attn)[r]  # (H, B, T_q, T)
-        torch.testing.assert_close(weights, single_attn[:, :, FIRST_SCORED:].transpose(0, 1))
+        single_logits, _ = model(tokens[r])  # (B, T, V)
+        torch.testing.assert_close(logits[r], single_logits)
+        scored_loss(single_logits[None, :, FIRST_SCORED:], target[r]).sum().backward()
+    for group in ensemble.groups:  # the loss is a sum over copies: each gets its own gradient
+        for name, stacked in zip(group.param_names, group.stacked, strict=True):
+            for row, r in enumerate(group.members):
+                expected = models[r].get_parameter(name).grad
+                torch.testing.assert_close(stacked.grad[row], expected, msg=name)
 
 
-def test_copy_state_loads_into_a_single_model():
-    ensemble = HeadsEnsemble(models_for((2, 1)))
-    model = TinyAttentionModel(2)
-    model.load_state_dict(ensemble.copy_state(0))
-    tokens, _ = difference_batch(5, torch.Generator().manual_seed(2))
-    logits = ensemble(tokens.expand(2, -1, -1))[0]  # (R, B, T_q, V)
-    torch.testing.assert_close(model(tokens)[0][:, FIRST_SCORED:], logits[0])
-    with pytest.raises(ValueError, match="R = 2 copies"):
-        ensemble(tokens[None])
+def test_a_copy_trains_as_fit_trains_its_model_alone():
+    result = train_heads([2, 1], key="test", steps=4, batch_size=5, n_test=3)
+    seeds.manual_seed("test", "init", 1)
+    alone = TinyAttentionModel(1)
+    data = seeds.generator("test", "data")
+    batches = (difference_batch(5, data, copies=2) for _ in range(4))
+    copy_1 = ((tokens[1], target[1]) for tokens, target in batches)
 
+    def loss_fn(model, batch):
+        return scored_loss(model(batch[0])[0][None, :, FIRST_SCORED:], batch[1]).sum()
 
-def test_each_copy_gets_its_own_models_gradient():
-    # The ensemble's loss is a sum over copies, so copy r's gradient is its model's alone.
-    models = models_for((1, 2, 4), seed=3)
-    ensemble = HeadsEnsemble(models)
-    tokens, target = difference_batch(6, torch.Generator().manual_seed(4), copies=3)
-    scored_loss(ensemble(tokens)[0], target).sum().backward()
-    for r, model in enumerate(models):
-        logits, _ = model(tokens[r])
-        scored_loss(logits[None, :, FIRST_SCORED:], target[r]).sum().backward()
-        for name, stacked in zip(heads._NAMES, ensemble.params, strict=True):
-            torch.testing.assert_close(stacked.grad[r], model.get_parameter(name).grad)
+    fit(alone, copy_1, loss_fn, steps=4, lr=5e-3)
+    for (name, ours), theirs in zip(
+        result.models[1].named_parameters(), alone.parameters(), strict=True
+    ):
+        torch.testing.assert_close(ours, theirs, msg=name)
 
 
 def test_bad_head_counts_are_refused():
     with pytest.raises(ValueError, match="n_head must be a positive divisor of D"):
         TinyAttentionModel(3)
-    with pytest.raises(ValueError, match="at least one model"):
-        HeadsEnsemble([])
-
-
-class _ThreeHeads(TinyAttentionModel):
-    """A model that claims three heads: 3 and 2 do not nest, which the ensemble must refuse."""
-
-    def __init__(self):
-        super().__init__(1)
-        self.n_head = 3
-
-
-def test_head_counts_must_nest():
-    with pytest.raises(ValueError, match="every n_head must divide the largest"):
-        HeadsEnsemble([TinyAttentionModel(2), _ThreeHeads()])
 
 
 def test_training_follows_the_seed_and_reports(monkeypatch):
@@ -109,3 +94,12 @@ def test_training_follows_the_seed_and_reports(monkeypatch):
     monkeypatch.setenv("BOOK_SEED", "7")
     c = train_heads([1, 2], key="test", steps=3, batch_size=4, n_test=5)
     assert c.losses != a.losses
+
+
+def test_the_scored_logits_are_the_full_logits_from_the_first_scored_position():
+    model = models_for((2,))[0]
+    tokens, _ = difference_batch(5, torch.Generator().manual_seed(3))
+    full, attn = model(tokens)
+    scored, same_attn = model(tokens, FIRST_SCORED)
+    torch.testing.assert_close(scored, full[:, FIRST_SCORED:])
+    torch.testing.assert_close(same_attn, attn)

@@ -9,7 +9,6 @@ import torch.nn.functional as F
 from tutorial_lib import seeds
 from tutorial_lib.data import make_batch, teacher_forcing
 from tutorial_lib.labs.reverse import (
-    _keep_members,
     _self_mask,
     _smoothed_cross_entropy,
     chapter_config,
@@ -100,21 +99,6 @@ def test_smoothed_floor_is_reached_at_p_equal_q_and_nowhere_lower(epsilon):
     assert (losses >= floor - 1e-12).all()
     assert smoothed_loss_floor(0.0, V) == (0.0, 1.0)
     assert math.isclose(smoothed_loss_floor(0.1, 13)[1], 0.9 + 0.1 / 13)
-
-
-def test_dropping_members_keeps_the_others_and_their_adam_state():
-    g = torch.Generator().manual_seed(2)
-    p = torch.randn(4, 3, generator=g).requires_grad_()
-    optimiser = torch.optim.Adam([p], lr=0.1)
-    (p**2).sum().backward()
-    optimiser.step()
-    before = {k: v.clone() for k, v in optimiser.state[p].items()}
-    kept = _keep_members(optimiser, [p], [0, 2])
-    state = optimiser.state[kept[0]]
-    torch.testing.assert_close(kept[0], p.detach()[[0, 2]])
-    torch.testing.assert_close(state["exp_avg"], before["exp_avg"][[0, 2]])
-    torch.testing.assert_close(state["exp_avg_sq"], before["exp_avg_sq"][[0, 2]])
-    assert optimiser.param_groups[0]["params"] == kept and p not in optimiser.state
 
 
 def test_the_open_mask_shows_the_future_and_the_causal_one_does_not():

@@ -27,34 +27,28 @@ or returns an HTML fragment (``kind="html"``: ``draw(**params) -> str``).
 
 Introduced in chapter Q1; every explorer in the book is one of these.
 
-About 430 lines: one contract with two faces (widgets and static frames) and the small
-script that drives the static face; splitting them would let the faces drift apart.
+The static face (plain HTML controls, the frames and the small script that switches them)
+is drawn by :mod:`tutorial_lib.figures.explorer_static`.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import io
 import itertools
-import json
 import os
-import re
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from . import explorer_static
+from .explorer_static import on_white as _on_white
+from .explorer_static import value_label as _label
 
 __all__ = ["Explorer", "STATIC_ENV"]
 
 # Set to "static" by the book's Sphinx extension (book/_ext/offline_web.py) for the kernels
 # that execute the chapters: then, and only then, explorers render every frame.
 STATIC_ENV = "BOOK_EXPLORERS"
-
-
-def _label(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
 
 
 def _grid_values(name: str, values: Any) -> list:
@@ -80,15 +74,6 @@ def _grid_values(name: str, values: Any) -> list:
                     f"every value of a control must be different: {values}"
                 )
     return values
-
-
-def _on_white(frame: str) -> str:
-    """An HTML frame on the white ground it is drawn for, whatever the notebook's theme."""
-    return f'<div style="background:#fff;color:#1a1a1a;padding:4px">{frame}</div>'
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _min_text_points(fig) -> float:
@@ -156,8 +141,6 @@ class Explorer:
         self._text_points: dict[tuple[int, ...], float] = {}  # figure frames: smallest font
         self._figure = None
 
-    # -- frames ---------------------------------------------------------------
-
     @property
     def n_frames(self) -> int:
         n = 1
@@ -213,128 +196,16 @@ class Explorer:
             self.frame(**dict(zip(names, values, strict=True)))
         return dict(self._frames)
 
-    # -- the static face --------------------------------------------------------
-
-    def _frame_source(self, frame: Any) -> str:
-        if self.kind == "html":
-            return frame
-        # A 64-colour palette PNG: a third of the bytes of the RGB frame, and it looks the same.
-        from PIL import Image
-
-        image = Image.open(io.BytesIO(frame)).convert("RGB").quantize(colors=64)
-        buffer = io.BytesIO()
-        image.save(buffer, format="png")
-        return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-    def _controls_html(self) -> str:
-        controls = []
-        for i, (name, values) in enumerate(self.grid.items()):
-            label = html.escape(self.labels[name])
-            pos = values.index(self.initial[name])
-            if all(_is_number(v) for v in values):
-                # A slider over the positions of the values, which may be on a log scale.
-                options = html.escape(json.dumps([_label(v) for v in values]))
-                controls.append(
-                    f'<label class="explorer-control">{label} '
-                    f'<input type="range" min="0" max="{len(values) - 1}" step="1" '
-                    f'value="{pos}" data-index="{i}" data-values="{options}" '
-                    f'aria-label="{label}"> '
-                    f"<output>{html.escape(_label(values[pos]))}</output></label>"
-                )
-            else:
-                opts = "".join(
-                    f'<option value="{j}"{" selected" if j == pos else ""}>'
-                    f"{html.escape(_label(v))}</option>"
-                    for j, v in enumerate(values)
-                )
-                controls.append(
-                    f'<label class="explorer-control">{label} '
-                    f'<select data-index="{i}" aria-label="{label}">{opts}</select></label>'
-                )
-        return (
-            '<div class="explorer-controls" style="display:flex;flex-wrap:wrap;gap:0.4em 1.2em;'
-            f'margin-bottom:0.4em">{"".join(controls)}</div>'
-        )
-
-    def _view_html(self, first: str) -> str:
-        if self.kind == "html":
-            return (
-                f'<div class="explorer-view" style="max-width:100%;overflow-x:auto">{first}</div>'
-            )
-        width, height = self.display_size
-        points = min(self._text_points.values(), default=0.0)
-        return (
-            f'<img class="explorer-view" src="{first}" width="{width}" height="{height}" '
-            f'alt="{html.escape(self.alt)}" data-text-points="{points:g}" '
-            f'data-px-per-point="{self.dpi / 72:g}" style="max-width:100%;height:auto">'
-        )
-
-    def _box(self, inner: str, uid: str = "") -> str:
-        title = (
-            f'<div class="explorer-title"><strong>{html.escape(self.title)}</strong></div>'
-            if self.title
-            else ""
-        )
-        ident = f' id="{uid}"' if uid else ""
-        return (
-            f'<div class="explorer"{ident} data-kind="{self.kind}" '
-            'style="border:1px solid #8884;border-radius:6px;padding:0.5em;'
-            'background:#fff;color:#1a1a1a;max-width:100%;overflow-x:auto">'
-            f"{title}{inner}</div>"
-        )
+    # The static face lives in .explorer_static: the same frames as plain HTML controls.
 
     def static_html(self, why: str | None = None) -> str:
-        """Self-contained HTML: plain controls over every pre-rendered frame.
-
-        ``why``, when given, says why a live kernel shows these frames instead of controls.
-
-        Frames are stored as pieces (an HTML frame is cut before each opening tag), each
-        distinct piece once: neighbouring frames share most of their markup, so the
-        page carries a fraction of the frames' size.
-        """
-        uid = "explorer-" + uuid.uuid4().hex[:10]
-        sources = {
-            "-".join(map(str, key)): self._frame_source(frame)
-            for key, frame in self.frames().items()
-        }
-        pieces: dict[str, int] = {}
-        frames = {}
-        for key, source in sources.items():
-            parts = re.split(r"(?=<[A-Za-z])", source) if self.kind == "html" else [source]
-            frames[key] = [pieces.setdefault(p, len(pieces)) for p in parts if p]
-        start = "-".join(str(self.grid[name].index(self.initial[name])) for name in self.grid)
-        note = (
-            '<div class="explorer-note" style="font-size:0.8em;color:#555">'
-            + (
-                f"{self.n_frames} frames drawn in advance. Live controls are off: "
-                f"{html.escape(why)}."
-                if why
-                else f"{self.n_frames} frames drawn in advance; where the notebook runs with "
-                "ipywidgets (Jupyter, Colab, VS Code) the controls redraw live."
-            )
-            + "</div>"
-        )
-        data = {"pieces": list(pieces), "frames": frames}
-        script = _STATIC_SCRIPT % {
-            "uid": uid,
-            "data": json.dumps(data, separators=(",", ":")).replace("</", "<\\/"),
-            "kind": self.kind,
-        }
-        inner = self._controls_html() + self._view_html(sources[start]) + note
-        return self._box(inner, uid) + script
+        """Self-contained HTML: plain controls over every pre-rendered frame (``why``, when
+        given, says why a live kernel shows these instead of widgets)."""
+        return explorer_static.static_html(self, why)
 
     def preview_html(self) -> str:
-        """The starting frame alone, for front-ends that show no widgets: no frame drawn but it."""
-        frame = self._frame_source(self.frame(**self.initial))
-        values = ", ".join(f"{self.labels[n]} = {_label(v)}" for n, v in self.initial.items())
-        note = (
-            '<div class="explorer-note" style="font-size:0.8em;color:#555">'
-            f"Starting frame ({html.escape(values)}). The controls need a running kernel "
-            "with ipywidgets.</div>"
-        )
-        return self._box(self._view_html(frame) + note)
-
-    # -- the live face ------------------------------------------------------------
+        """The starting frame alone, for front-ends that show no widgets."""
+        return explorer_static.preview_html(self)
 
     def widget(self):
         """ipywidgets controls that redraw the figure (frames are cached once drawn)."""
@@ -343,7 +214,7 @@ class Explorer:
         controls = {}
         for name, values in self.grid.items():
             options = [(_label(v), v) for v in values]
-            if all(_is_number(v) for v in values):
+            if all(explorer_static.is_number(v) for v in values):
                 control = w.SelectionSlider(
                     options=options,
                     value=self.initial[name],
@@ -409,30 +280,3 @@ def _widget_view(box) -> dict:
         return {k: v for k, v in box._repr_mimebundle_().items() if k != "text/plain"}
     # ipywidgets 7 displays itself through _ipython_display_, which sends this same view.
     return {"application/vnd.jupyter.widget-view+json": box.get_view_spec()}
-
-
-_STATIC_SCRIPT = """<script>
-(function () {
-  var root = document.getElementById("%(uid)s");
-  if (!root) { return; }
-  var data = %(data)s;
-  var kind = "%(kind)s";
-  var view = root.querySelector(".explorer-view");
-  var inputs = root.querySelectorAll("[data-index]");
-  function update() {
-    var key = [];
-    inputs.forEach(function (el) {
-      key[Number(el.getAttribute("data-index"))] = el.value;
-      if (el.type === "range") {
-        var values = JSON.parse(el.getAttribute("data-values"));
-        el.parentNode.querySelector("output").textContent = values[Number(el.value)];
-      }
-    });
-    var parts = data.frames[key.join("-")];
-    if (parts === undefined) { return; }
-    var frame = parts.map(function (i) { return data.pieces[i]; }).join("");
-    if (kind === "html") { view.innerHTML = frame; } else { view.src = frame; }
-  }
-  inputs.forEach(function (el) { el.addEventListener("input", update); });
-})();
-</script>"""

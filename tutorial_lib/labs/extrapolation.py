@@ -3,30 +3,34 @@
 Dimension letters as in :mod:`tutorial_lib.positional` (B, T, D, H, d_k, d_v).
 
 The chapter builds each idea in visible cells; what lives here is what it and
-``make bench`` must share, so the book and the benchmark run the same code: the
-models, the toy tasks and the training of the experiment. Every claim rests on several
-seeds, so one variant's runs (every task and seed) train side by side as one batched
-``tutorial_lib.labs.seed_ensemble.Ensemble``. Its figures are in
+``make bench`` must share, so the book and the benchmark run the same code: the training
+and the measurements of the experiment, on the models of
+:mod:`tutorial_lib.labs.position_model` and the tasks of
+:mod:`tutorial_lib.labs.extrapolation_tasks` (whose names this module shares). Every claim
+rests on several seeds, so one variant's runs (every task and seed) train side by side as
+one batched :class:`~tutorial_lib.labs.seed_ensemble.Ensemble`. Its figures are in
 :mod:`tutorial_lib.figures.positional`.
-
-About 450 lines: the config (checked field by field), the models, the two tasks and the
-runner, which read best together.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 import torch
 from torch import Tensor, nn
 
 from .. import positional, seeds
-from ..attention import MultiHeadAttention, causal_mask
-from ..positional import with_positions
 from ..training import fit, one_thread
-from ..validate import require_choice, require_int, require_real, require_token_ids
+from ..validate import require_choice, require_int, require_token_ids
+from .extrapolation_tasks import (
+    EXTRAPOLATION_TASKS,
+    IGNORE,
+    VOCAB,
+    hold_last_value_batch,
+    lag_copy_batch,
+)
+from .position_model import CHAPTER_VARIANTS, ExtrapolationConfig, PositionModel
 from .seed_ensemble import Ensemble
 
 __all__ = [
@@ -43,192 +47,6 @@ __all__ = [
     "extrapolation_experiment",
     "summarise",
 ]
-
-
-# What chapter Q3b compares, in its order: rows of tutorial_lib.positional.VARIANTS, named here so
-# that a new row there does not change the chapter.
-CHAPTER_VARIANTS = ("none", "learned", "sinusoidal", "shaw", "xl", "t5", "alibi", "rope", "rerope")
-
-
-@dataclass
-class ExtrapolationConfig:
-    """The chapter's experiment; ``make bench`` runs it with more seeds and a longer length."""
-
-    train_len: int = 16  # L: the longest sequence seen in training
-    eval_lens: tuple[int, ...] = (16, 32, 64)  # L, 2L, 4L
-    d_model: int = 32  # D: tiny, so that every variant trains in seconds on one CPU thread
-    n_head: int = 4  # H: ALiBi needs a few heads for a spread of slopes
-    n_layer: int = 1  # one layer: enough for the tasks, and the cheapest
-    d_ff: int = 0  # feed-forward width; 0 leaves it out (attention alone solves both tasks)
-    steps: int = 100  # Adam steps: every variant that can fit a task at L does within these
-    lr: float = 0.02  # a large rate for a short run
-    batch: int = 8  # B: sequences per step and per run
-    lag: int = 3  # lag-copy task: the answer at t is the token at t - lag
-    shaw_clip: int = 8  # Shaw's K: distances beyond K share one vector
-    rerope_window: int = 8  # ReRoPE's w: below the training length, so w was seen in training
-    t5_buckets: int = 32  # T5's defaults; with L = 16 only the 16 exact buckets are ever used
-    t5_max_distance: int = 128
-    eval_batch: int = 64  # test sequences per length (the same for every variant and seed)
-    seeds: tuple[int, ...] = tuple(range(8))  # every seed fixes initial weights and data
-    variants: tuple[str, ...] = CHAPTER_VARIANTS
-    tasks: tuple[str, ...] = ("lag", "hold")
-
-    def __post_init__(self):
-        # Every field checked here, so a bad one is named before any model is built or trained.
-        for name, minimum in (("train_len", 1), ("d_model", 1), ("n_head", 1), ("n_layer", 1),
-                              ("steps", 0), ("batch", 1), ("lag", 1), ("shaw_clip", 0),
-                              ("rerope_window", 1), ("t5_buckets", 2), ("t5_max_distance", 1),
-                              ("eval_batch", 1)):  # fmt: skip
-            setattr(self, name, require_int(name, getattr(self, name), minimum))
-        if self.d_model % self.n_head:
-            raise ValueError(
-                f"d_model = {self.d_model} must be divisible by n_head = {self.n_head}"
-            )
-        if self.lag >= self.train_len:
-            raise ValueError(
-                f"lag must be below train_len = {self.train_len} (the first lag positions have "
-                f"no target); got lag = {self.lag}"
-            )
-        if self.t5_max_distance <= self.t5_buckets // 2:
-            raise ValueError(
-                f"t5_max_distance must exceed the t5_buckets // 2 = {self.t5_buckets // 2} "
-                f"exactly-bucketed distances; got t5_max_distance = {self.t5_max_distance}"
-            )
-        for name, values, check in (
-            ("eval_lens", self.eval_lens, lambda v: require_int("eval_lens", v)),
-            ("seeds", self.seeds, lambda v: require_int("seeds", v, None)),
-            ("variants", self.variants, lambda v: positional.variant(v).name),
-            ("tasks", self.tasks, lambda v: require_choice("tasks", v, ("lag", "hold"))),
-        ):
-            if isinstance(values, str) or not values:
-                raise ValueError(f"{name} must be a non-empty tuple; got {name}={values!r}")
-            setattr(self, name, tuple(check(v) for v in values))
-        rotate = {"rope", "rerope"} & set(self.variants)
-        if rotate and (self.d_model // self.n_head) % 2:
-            raise ValueError(
-                f"{sorted(rotate)} rotate pairs of dimensions: d_k = d_model / n_head must be "
-                f"even; got d_model = {self.d_model}, n_head = {self.n_head}"
-            )
-        if {"sinusoidal", "xl"} & set(self.variants) and self.d_model % 2:
-            raise ValueError(
-                f"sinusoids come in (sin, cos) pairs: d_model must be even; got {self.d_model}"
-            )
-
-
-def _settings(cfg: ExtrapolationConfig) -> positional.Settings:
-    """The registry's settings for this experiment: a learned table as long as the longest
-    test, every variant in its causal form."""
-    return positional.Settings(
-        cfg.d_model, cfg.n_head, max(cfg.eval_lens), True, cfg.shaw_clip, cfg.t5_buckets,
-        cfg.t5_max_distance, cfg.rerope_window,
-    )  # fmt: skip
-
-
-class _Block(nn.Module):
-    """Attention (residual and post-LayerNorm inside), then a feed-forward block if d_ff > 0."""
-
-    def __init__(self, D: int, H: int, d_ff: int, bias, rotation):
-        super().__init__()
-        attention = MultiHeadAttention(H, D, D // H, D // H, dropout=0.0)
-        self.attention = with_positions(attention, bias=bias, rotation=rotation)
-        self.mlp = None
-        if d_ff:
-            self.mlp = nn.Sequential(nn.Linear(D, d_ff), nn.ReLU(), nn.Linear(d_ff, D))
-            self.norm = nn.LayerNorm(D)
-
-    def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        x, weights = self.attention(x, x, x, mask=mask)  # (B, T, D), (B, H, T, T)
-        if self.mlp is not None:
-            x = self.norm(x + self.mlp(x))  # (B, T, D)
-        return x, weights
-
-
-class PositionModel(nn.Module):
-    """A causal Transformer of ``n_layer`` blocks with one position variant plugged in.
-
-    tokens (B, T) -> logits (B, T, vocab), and with ``return_weights=True`` also the first
-    layer's attention weights (B, H, T, T). Every block gets its own copy of the variant's
-    score bias or rotation.
-    """
-
-    def __init__(self, variant: str, vocab: int, cfg: ExtrapolationConfig):
-        super().__init__()
-        if not isinstance(cfg, ExtrapolationConfig):
-            raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
-        row = positional.variant(variant)  # its factory, and where it acts
-        self.variant, self.vocab = variant, require_int("vocab", vocab)
-        settings = _settings(cfg)
-        self.embed = nn.Embedding(vocab, cfg.d_model)
-        self.absolute = row.make(settings) if row.acts == "absolute" else None
-        self.blocks = nn.ModuleList(
-            _Block(cfg.d_model, cfg.n_head, cfg.d_ff,
-                   row.make(settings) if row.acts == "bias" else None,
-                   row.make(settings) if row.acts == "rotation" else None)
-            for _ in range(cfg.n_layer)
-        )  # fmt: skip
-        self.readout = nn.Linear(cfg.d_model, vocab)
-
-    def forward(self, tokens: Tensor, return_weights: bool = False):
-        require_token_ids("tokens", tokens, self.vocab)
-        x = self.embed(tokens)  # (B, T, D)
-        if self.absolute is not None:
-            x = self.absolute(x)
-        # (1, T, T): the batch axis made explicit, so the mask reads the same whatever B is.
-        mask = causal_mask(tokens.shape[1], device=tokens.device)[None]
-        first = None
-        for block in self.blocks:
-            x, weights = block(x, mask)  # (B, T, D), (B, H, T, T)
-            first = weights if first is None else first
-        logits = self.readout(x)  # (B, T, vocab)
-        return (logits, first) if return_weights else logits
-
-
-IGNORE = -100  # target value that cross_entropy skips
-
-
-def _check_batch(n: int, T: int, generator: torch.Generator | None) -> tuple[int, int]:
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator or None; got {type(generator).__name__}"
-        )
-    return require_int("n", n), require_int("T", T)
-
-
-def lag_copy_batch(n: int, T: int, generator: torch.Generator, lag: int = 3, vocab: int = 10):
-    """Tokens (n, T) uniform over ``vocab``; target at t: the token at t - lag (none if t < lag)."""
-    n, T = _check_batch(n, T, generator)
-    lag, vocab = require_int("lag", lag), require_int("vocab", vocab)
-    if lag >= T:
-        raise ValueError(f"lag must be below T = {T}, or no position has a target; got lag = {lag}")
-    tokens = torch.randint(0, vocab, (n, T), generator=generator)
-    target = tokens.roll(lag, dims=1)  # (n, T)
-    target[:, :lag] = IGNORE
-    return tokens, target
-
-
-def hold_last_value_batch(
-    n: int, T: int, generator: torch.Generator, values: int = 8, fillers: int = 4, p: float = 0.3
-):
-    """Each token is a value (0..values-1, probability p) or a filler; target: the latest value."""
-    n, T = _check_batch(n, T, generator)
-    values, fillers = require_int("values", values), require_int("fillers", fillers)
-    p = require_real("p", p, minimum=0, maximum=1)
-    value = torch.randint(0, values, (n, T), generator=generator)
-    filler = values + torch.randint(0, fillers, (n, T), generator=generator)
-    is_value = torch.rand(n, T, generator=generator) < p
-    is_value[:, 0] = True  # so every position has a latest value
-    tokens = torch.where(is_value, value, filler)  # (n, T)
-    where = torch.where(is_value, torch.arange(T).expand(n, T), 0).cummax(dim=1).values
-    return tokens, tokens.gather(1, where)  # (n, T), (n, T)
-
-
-# task -> (batch maker, the tokens it uses, what the answer is)
-EXTRAPOLATION_TASKS: dict[str, tuple[Callable, int, str]] = {
-    "lag": (lag_copy_batch, 10, "copy the token 3 places back"),
-    "hold": (hold_last_value_batch, 12, "repeat the latest value token"),
-}
-# One vocabulary for every task, so that the models of both tasks can train as one ensemble.
-VOCAB = max(vocab for _, vocab, _ in EXTRAPOLATION_TASKS.values())
 
 
 def _batch(task: str, n: int, T: int, generator: torch.Generator, cfg: ExtrapolationConfig):

@@ -76,10 +76,9 @@ def _require_rope_inputs(x: Tensor, positions: Tensor, layout: str) -> None:
     """x float (..., T, d), d even; positions that broadcast to (..., T) without making it bigger
     and, with x (B, H, T, d), not (B, T) when B = H (they would turn head h by sequence h's)."""
     rows, p = x.shape[:-1], positions.dim()  # rows (..., T)
-    fits = x.is_floating_point() and x.shape[-1] % 2 == 0 and layout in LAYOUTS and p <= len(rows)
-    for a, b in zip(positions.shape[::-1], rows[::-1], strict=False):  # from T backwards
-        fits = fits and a in (1, b)
-    if not fits or 1 < p < len(rows) and positions.shape[0] == rows[0] == rows[-p] > 1:
+    ok = x.is_floating_point() and x.shape[-1] % 2 == 0 and layout in LAYOUTS and p <= len(rows)
+    ok = ok and all(a in (1, b) for a, b in zip(positions.shape[::-1], rows[::-1], strict=False))
+    if not ok or 1 < p < len(rows) and positions.shape[0] == rows[0] == rows[-p] > 1:
         raise ValueError(
             f"apply_rope turns pairs of a float x (..., T, d), d even, layout in {LAYOUTS}, by "
             "positions that broadcast to (..., T) as they are, e.g. (T,), or (B, 1, T) for x "
