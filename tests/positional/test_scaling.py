@@ -192,5 +192,5 @@ def test_bad_arguments_are_named():
         ScaledRoPE("ntk", 256, 0.5)
     with pytest.raises(ValueError, match=r"LogN wraps a Rotation"):
         LogN(torch.nn.Identity(), 256)
-    with pytest.raises(ValueError, match=r"one per pair of x's d = 8 dimensions, \(d/2,\) ="):
+    with pytest.raises(ValueError, match=r"frequencies None or one per pair, \(d/2,\) = \(4,\)"):
         apply_rope(rand(3, 8, seed=1), torch.arange(3), frequencies=torch.ones(8))

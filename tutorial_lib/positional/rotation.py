@@ -54,13 +54,8 @@ def apply_rope(
     scaled RoPE variants, :mod:`tutorial_lib.positional.scaling`, make them).
     """
     positions = torch.as_tensor(positions)
-    _require_rope_inputs(x, positions, layout)
+    _require_rope_inputs(x, positions, layout, frequencies)
     d = x.shape[-1]
-    if frequencies is not None and tuple(frequencies.shape) != (d // 2,):
-        raise ValueError(
-            f"frequencies give one per pair of x's d = {d} dimensions, (d/2,) = ({d // 2},); "
-            f"got {format_shape(frequencies)}"
-        )
     omega = sinusoidal_frequencies(d, base) if frequencies is None else frequencies
     omega = omega.to(x.device, torch.float64)  # (d/2,)
     angle = positions.to(x.device, torch.float64)[..., None] * omega  # (..., T, d/2)
@@ -72,18 +67,20 @@ def apply_rope(
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., T, d)
 
 
-def _require_rope_inputs(x: Tensor, positions: Tensor, layout: str) -> None:
+def _require_rope_inputs(x: Tensor, positions: Tensor, layout: str, freqs: Tensor | None) -> None:
     """x float (..., T, d), d even; positions that broadcast to (..., T) without making it bigger
-    and, with x (B, H, T, d), not (B, T) when B = H (they would turn head h by sequence h's)."""
-    rows, p = x.shape[:-1], positions.dim()  # rows (..., T)
+    and, with x (B, H, T, d), not (B, T) when B = H (they would turn head h by sequence h's);
+    frequencies, if given, one per pair (one alone would broadcast over every pair)."""
+    rows, p, half = x.shape[:-1], positions.dim(), (x.shape[-1] // 2,)  # rows (..., T)
     ok = x.is_floating_point() and x.shape[-1] % 2 == 0 and layout in LAYOUTS and p <= len(rows)
     ok = ok and all(a in (1, b) for a, b in zip(positions.shape[::-1], rows[::-1], strict=False))
+    ok = ok and (freqs is None or tuple(freqs.shape) == half)
     if not ok or 1 < p < len(rows) and positions.shape[0] == rows[0] == rows[-p] > 1:
         raise ValueError(
             f"apply_rope turns pairs of a float x (..., T, d), d even, layout in {LAYOUTS}, by "
             "positions that broadcast to (..., T) as they are, e.g. (T,), or (B, 1, T) for x "
-            f"(B, H, T, d); got a {x.dtype} x {format_shape(x)}, positions "
-            f"{format_shape(positions)}, {layout!r}"
+            f"(B, H, T, d), with frequencies None or one per pair, (d/2,) = {half}; got a {x.dtype}"
+            f" x {format_shape(x)}, positions {format_shape(positions)}, {layout!r}, {freqs=}"
         )
 
 
