@@ -11,11 +11,11 @@ everything position t learns of record t - 1 comes through what the cache keeps 
 
 The model (:class:`RecordModel`): the F field embeddings summed, one attention layer with
 RoPE, a residual and a LayerNorm, an MLP that reads out F digits. The attention is one of
-:class:`KVSpec`: grouped-query (:class:`~tutorial_lib.attention.Attention` with ``n_kv_head``
-= H for multi-head, 1 for multi-query) or latent (:class:`~tutorial_lib.latent.
-LatentAttention`). Width, heads, d_k, the rest of the model and the training are the same
-for every variant; only how keys and values are made, and so how many parameters make them,
-differs. The copies of one variant train side by side as one
+:class:`KVSpec`: grouped-query (:class:`~tutorial_lib.attention.Attention` with
+``n_kv_head`` = H for multi-head, 1 for multi-query) or latent
+(:class:`~tutorial_lib.latent.LatentAttention`). Width, heads, d_k, the rest of the model
+and the training are the same for every variant; only how keys and values are made, and so
+how many parameters make them, differs. The copies of one variant train side by side as one
 :class:`~tutorial_lib.labs.seed_ensemble.Ensemble`; copy e of every variant sees the same
 batches.
 
@@ -105,7 +105,8 @@ class RecordModel(nn.Module):
     """Field embeddings, one attention layer (RoPE), residual and LayerNorm, an MLP readout.
 
     ``forward(records (B, T, F), cache=None) -> logits (B, T, F, 10)``. With a cache (a
-    :class:`KVCache` or :class:`LatentCache`) the records are the next positions after those
+    :class:`~tutorial_lib.attention.KVCache` or
+    :class:`~tutorial_lib.latent.LatentCache`) the records are the next positions after those
     it holds, as when decoding one position at a time.
     """
 
