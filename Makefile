@@ -12,7 +12,7 @@ PORT ?= 8000
 export OMP_NUM_THREADS ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup web book book-instructor notebooks notebooks-instructor serve test test-unit \
+.PHONY: help setup web pot book book-instructor notebooks notebooks-instructor serve test test-unit \
 	test-book test-seeds test-learner lint dist bench clean
 
 help:
@@ -58,6 +58,16 @@ INSTRUCTOR := _build/instructor
 book-instructor: setup web
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
 	@echo "Instructor edition built. Open $(INSTRUCTOR)/_build/html/index.html"
+
+# The Chinese edition's catalogs after an English edit: every message of the instructor edition
+# (solutions too), plus the book's title, part captions and figure text, merged into
+# locales/zh_CN/LC_MESSAGES/ (one .po per page; new and changed messages await a translator).
+POT := _build/pot
+pot: setup
+	rm -rf $(POT)/_build/gettext
+	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going \
+	  --builder custom --custom-builder gettext --path-output $(POT)
+	$(PY) book/_ext/translations.py pot
 
 # Learner notebooks (what Colab, Binder, a hub and downloads open) from the last `make book`:
 # its execution cache gives the glued numbers, so nothing runs twice. Commit notebooks/.

@@ -1,0 +1,195 @@
+"""The text drawn in figures and explorer frames, extracted for the catalogs and translated
+in the Chinese build, so the book still executes once.
+
+A chapter's figures are drawn when the book executes: SVG images (matplotlib with
+``svg.fonttype: none``, so text stays text) and explorers, whose every frame is HTML with SVG
+panels, kept in a ``<script>`` as JSON pieces. Both languages share that one execution:
+
+* ``make pot`` reads each chapter's drawn text from the execution cache (its HTML and SVG
+  outputs, as the English build shows them) and adds it to the chapter's catalog, marked
+  "drawn in a figure";
+* in the Chinese build, it replaces each drawn text by its translation: in the pages' HTML
+  outputs (explorers, diagrams) while the page is written, in the SVG images when the build
+  ends. Raster frames (PNG) keep their English.
+
+Numbers in drawn text change with the parameters of a frame and with the seed, so a message
+stands for every text that differs from it only in its numbers: each number is written
+``{n}`` in the message and put back, in order, into the translation. Text without two
+letters in a row (ticks, numbers, single letters) is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from pathlib import Path
+
+from docutils import nodes
+
+COMMENT = "drawn in a figure"
+NUMBER = re.compile(r"(?<![A-Za-z_\d])[+\-−]?\d+(?:\.\d+)?(?:e[+\-−]?\d+)?")
+WORDS = re.compile(r"[A-Za-z]{2}")
+# A text run between two tags, an SVG <text>'s words, a label's, a title's.
+RUN = re.compile(r"(?<=>)([^<>]+)(?=<|$)")
+ARIA = re.compile(r'(aria-label=")([^"]*)(")')
+SCRIPT_DATA = re.compile(r"(var data = )(\{.*?\})(;\n)", re.S)
+SKIPPED_TAGS = re.compile(r"<(style|code|pre|script|metadata)\b.*?</\1>", re.S)
+
+
+def template(text: str) -> tuple[str, list[str]] | None:
+    """The message a drawn text belongs to and its numbers; None for text that stays."""
+    text = " ".join(unescape(text).split())
+    if not WORDS.search(text):
+        return None
+    numbers = NUMBER.findall(text)
+    return NUMBER.sub("{n}", text), numbers
+
+
+def fill(translation: str, numbers: list[str]) -> str | None:
+    """The translation with the text's numbers put back; None when the counts differ."""
+    if translation.count("{n}") != len(numbers):
+        return None
+    parts = translation.split("{n}")
+    out = parts[0]
+    for number, part in zip(numbers, parts[1:], strict=True):
+        out += number + part
+    return out
+
+
+def _runs(markup: str):
+    """The runs of drawn text in a piece of HTML or SVG, outside styles, scripts and code."""
+    kept = SKIPPED_TAGS.sub("", markup)
+    for match in RUN.finditer(kept):
+        yield match.group(1)
+    for match in ARIA.finditer(kept):
+        yield match.group(2)
+
+
+def strings(markup: str) -> list[str]:
+    """Every message in a piece of HTML or SVG, frames of an explorer included."""
+    found = []
+    texts = list(_runs(markup))
+    for data in SCRIPT_DATA.finditer(markup):
+        for piece in json.loads(data.group(2)).get("pieces", []):
+            texts += list(_runs(piece))
+    for text in texts:
+        shape = template(text)
+        if shape and shape[0] not in found:
+            found.append(shape[0])
+    return found
+
+
+def translate(markup: str, table: dict[str, str]) -> str:
+    """``markup`` with every drawn text that has a translation in ``table`` translated."""
+    from html import escape
+
+    def one(text: str) -> str:
+        shape = template(text)
+        if shape is None or not table.get(shape[0]):
+            return text
+        done = fill(table[shape[0]], shape[1])
+        return text if done is None else escape(done, quote=False)
+
+    def runs(part: str) -> str:
+        spans, last, out = [m.span() for m in SKIPPED_TAGS.finditer(part)], 0, []
+        for start, end in [*spans, (len(part), len(part))]:
+            chunk = part[last:start]
+            chunk = RUN.sub(lambda m: one(m.group(1)), chunk)
+            chunk = ARIA.sub(lambda m: m[1] + one(m[2]).replace('"', "&quot;") + m[3], chunk)
+            out += [chunk, part[start:end]]
+            last = end
+        return "".join(out)
+
+    def data(match: re.Match) -> str:
+        value = json.loads(match.group(2))
+        value["pieces"] = [runs(piece) for piece in value.get("pieces", [])]
+        dumped = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return match.group(1) + dumped.replace("</", "<\\/") + match.group(3)
+
+    # The explorer's frames first (inside its script, which the runs skip), then the rest.
+    return runs(SCRIPT_DATA.sub(data, markup))
+
+
+def chapter_strings(source: Path, cache_path: Path) -> list[str]:
+    """Every message drawn in one chapter's outputs, from the book's execution cache."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    notebook = nbformat.read(source, as_version=4)
+    try:
+        _, executed = get_cache(str(cache_path)).merge_match_into_notebook(notebook)
+    except KeyError:
+        message = f"{source.name} has changed since the book was built: run `make book`"
+        raise SystemExit(message) from None
+    found = []
+    for cell in executed.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            for mime in ("text/html", "image/svg+xml"):
+                if mime in data:
+                    text = data[mime]
+                    found += strings("".join(text) if isinstance(text, list) else text)
+                    break
+    return list(dict.fromkeys(found))
+
+
+# -- the Sphinx side ----------------------------------------------------------------------------
+
+
+def _outputs(doctree):
+    """The raw HTML outputs and the SVG images of a chapter's executed cells."""
+    for node in doctree.findall(nodes.container):
+        if "cell_output" not in node.get("classes", []):
+            continue
+        for raw in node.findall(nodes.raw):
+            if "html" in raw.get("format", "").split():
+                yield raw
+        for image in node.findall(nodes.image):
+            if image["uri"].endswith(".svg"):
+                yield image
+
+
+def _table(app) -> dict[str, str]:
+    if not hasattr(app.env, "_figure_text_table"):
+        import translations
+
+        table = {}
+        for path in translations.catalog_paths(Path(app.srcdir)).values():
+            for message in translations.read_po(path):
+                if translations.translated(message) and COMMENT in message.auto_comments:
+                    table[message.id] = message.string
+        app.env._figure_text_table = table
+    return app.env._figure_text_table
+
+
+def handle_outputs(app, doctree, docname):
+    """Chinese build: translate the HTML outputs now, note the SVG images for the end."""
+    if not (app.config.language or "en").startswith("zh") or app.builder.format != "html":
+        return
+    for node in _outputs(doctree):
+        if isinstance(node, nodes.raw):
+            node.children = [nodes.Text(translate(node.astext(), _table(app)))]
+        else:
+            app.env.__dict__.setdefault("_figure_images", set()).add(node["uri"])
+
+
+def finish(app, exception):
+    if exception is not None:
+        return
+    if (app.config.language or "en").startswith("zh") and app.builder.format == "html":
+        table = _table(app)
+        for uri in getattr(app.env, "_figure_images", set()):
+            name = app.builder.images.get(uri)
+            target = Path(app.outdir) / "_images" / name if name else None
+            if target and target.is_file():
+                text = target.read_text(encoding="utf-8")
+                done = translate(text, table)
+                if done != text:
+                    target.write_text(done, encoding="utf-8")
+
+
+def setup(app):
+    app.connect("doctree-resolved", handle_outputs)
+    app.connect("build-finished", finish)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
