@@ -12,7 +12,7 @@ PORT ?= 8000
 export OMP_NUM_THREADS ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup web pot book book-instructor notebooks notebooks-instructor serve test test-unit \
+.PHONY: help setup web pot book book-zh book-instructor notebooks notebooks-instructor serve test test-unit \
 	test-book test-seeds test-learner lint dist bench clean
 
 help:
@@ -51,12 +51,26 @@ book: setup
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory web; \
 	else echo "npm not found: building with MathJax and widget scripts from CDNs (the book will need the network)."; fi
 	$(BIN)/jupyter-book build . -n -W --keep-going
+	$(MAKE) --no-print-directory book-zh
 	@echo "Built. Open $(HTML)/index.html, or run 'make serve' and visit http://127.0.0.1:$(PORT)"
+
+# The Chinese edition, from the same sources and execution cache (nothing executes again), with
+# the catalogs of locales/ and a configuration made from _config.yml; its site is the folder zh/
+# of the English one. ZH_OUT: where Sphinx builds it; ZH_SITE: where the site serves it.
+ZH_OUT ?= _build/zh
+ZH_SITE ?= $(HTML)/zh
+book-zh: setup
+	$(PY) book/_ext/translations.py config
+	$(BIN)/jupyter-book build . -n -W --keep-going --config _config.zh.yml --toc _toc.zh.yml \
+	  --path-output $(ZH_OUT)
+	rm -rf $(ZH_SITE) && cp -r $(ZH_OUT)/_build/html $(ZH_SITE)
 
 # Solutions shown, in its own folder; notebooks come from the same execution cache.
 INSTRUCTOR := _build/instructor
 book-instructor: setup web
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
+	BOOK_EDITION=instructor $(MAKE) --no-print-directory book-zh ZH_OUT=$(INSTRUCTOR)-zh \
+	  ZH_SITE=$(INSTRUCTOR)/_build/html/zh
 	@echo "Instructor edition built. Open $(INSTRUCTOR)/_build/html/index.html"
 
 # The Chinese edition's catalogs after an English edit: every message of the instructor edition
@@ -107,6 +121,7 @@ test-learner: setup
 # `make test` always builds the offline way: no npm is an error here, not a fallback.
 test-book: setup web
 	$(BIN)/jupyter-book build . -n -W --keep-going
+	$(MAKE) --no-print-directory book-zh
 
 # A claim that holds for one seed on one machine is an anecdote: rebuild the whole book with
 # other seeds and one thread, side by side, each into its own folder and execution cache
@@ -131,7 +146,7 @@ test-seeds: setup web
 # tiny models on one thread), so they run side by side; each one's output comes when it ends.
 test: lint test-unit
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-book test-seeds test-learner
-	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
+	$(MAKE) --no-print-directory book-instructor
 	# One process: each page is loaded once per view and shared by every test that reads it
 	# (tests/built/conftest.py). Workers would each load it again: 3 workers took 7 min, one 3.
 	$(BIN)/pytest -q -p no:xdist tests/built

@@ -74,7 +74,14 @@ def configure_offline_assets(app, config):
 
 
 def _built_pages(outdir: Path):
-    return [p for p in outdir.rglob("*.html") if "_static" not in p.parts]
+    """This site's pages; not those of a site inside it (the Chinese edition in ``zh/``, which
+    has its own ``_static`` and cuts its own fonts)."""
+    nested = {d.name for d in outdir.iterdir() if (d / "_static").is_dir()}
+    return [
+        p
+        for p in outdir.rglob("*.html")
+        if "_static" not in p.parts and p.relative_to(outdir).parts[0] not in nested
+    ]
 
 
 def _icon_codepoints(outdir: Path, theme_css: str) -> set[int]:

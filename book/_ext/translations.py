@@ -69,6 +69,31 @@ def rewrite_glue(text: str, notebook: str) -> str:
     return GLUE_TEXT.sub(cross_notebook, text)
 
 
+# Where a message starts in a Markdown cell: a line's start after block markers (heading, list
+# item, quote, a directive's line with its argument), or a table cell's bar.
+_LEAD = (
+    r"(^(?:[ \t]*(?:#{1,6}|[*+-]|\d+[.)]|>)[ \t]+)*[ \t]*|^[ \t]*:{3,}\{[\w-]+\}[ \t]+|\|[ \t]*)"
+)
+_END = r"(?=[ \t]*(?:\||$))"
+
+
+def translate_markdown(source: str, messages: dict[str, str]) -> str:
+    """A Markdown cell with each message that fills a whole block replaced by its translation.
+
+    Sphinx extracts a block (paragraph, heading, list item, table cell, title) with its line
+    breaks as spaces; in the cell they may be line breaks and indentation. Longer messages go
+    first, so a short one never replaces part of a longer one."""
+    for message in sorted(messages, key=len, reverse=True):
+        words = message.split()
+        if not words:
+            continue
+        body = r"\s+".join(re.escape(word) for word in words)
+        pattern = re.compile(_LEAD + body + _END, re.M)
+        replacement = messages[message]
+        source = pattern.sub(lambda m, r=replacement: m.group(1) + r, source)
+    return source
+
+
 def read_po(path: Path):
     from babel.messages.pofile import read_po as babel_read_po
 
@@ -118,8 +143,7 @@ def build_catalogs(root: Path = ROOT) -> list[str]:
             for chapter in sorted(chapters):
                 for message in catalogs[chapter]:
                     if message.id and message.id not in catalog:
-                        catalog[message.id] = message.string
-                        catalog[message.id].flags = set(message.flags)
+                        catalog[message.id] = copy.copy(message)
         for message in catalog:
             if message.id and message.string:
                 notebook = None
