@@ -4,14 +4,24 @@
 this extension writes those from the committed ones in ``locales/`` before Sphinx reads a
 page (book/_ext/translations.py says how they differ), so an edited translation is picked up
 by the next build, which re-reads only the pages whose catalog changed.
+
+It also records, page by page, every message the build showed in English because its catalog
+had no translation for it (untranslated, fuzzy, or a catalog older than the English text:
+``make pot`` not run after an edit), in ``untranslated.json`` beside the built site, which
+``tests/built/test_chinese.py`` reads.
 """
 
+import json
+import re
 from pathlib import Path
 
 import translations
 from sphinx.util import logging
+from sphinx.util.nodes import extract_messages
+from sphinx_exercise.nodes import exercise_title
 
 logger = logging.getLogger(__name__)
+REPORT = "untranslated.json"
 
 
 def prepare_catalogs(app, config):
@@ -20,6 +30,36 @@ def prepare_catalogs(app, config):
         logger.info("chinese: catalogs changed for %s", ", ".join(changed))
 
 
+def note_untranslated(app, doctree):
+    """After Sphinx's Locale transform: the messages it left in English."""
+    left = [
+        msg
+        for node, msg in extract_messages(doctree)
+        # An exercise's title holds its label and its subtitle, translated on their own.
+        if not node.get("translated")
+        and not isinstance(node, exercise_title)
+        # A message without a Latin letter needs none (the toc's captions come translated).
+        and re.search("[A-Za-z]", msg)
+    ]
+    if not hasattr(app.env, "book_untranslated"):
+        app.env.book_untranslated = {}
+    app.env.book_untranslated[app.env.docname] = left
+
+
+def purge(app, env, docname):
+    getattr(env, "book_untranslated", {}).pop(docname, None)
+
+
+def write_report(app, exception):
+    if exception is None and app.builder.format == "html":
+        report = dict(sorted(getattr(app.env, "book_untranslated", {}).items()))
+        text = json.dumps(report, indent=1, ensure_ascii=False)
+        (Path(app.outdir).parent / REPORT).write_text(text, encoding="utf-8")
+
+
 def setup(app):
     app.connect("config-inited", prepare_catalogs, priority=100)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    app.connect("doctree-read", note_untranslated)
+    app.connect("env-purge-doc", purge)
+    app.connect("build-finished", write_report)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}

@@ -89,7 +89,10 @@ def translate(markup: str, table: dict[str, str]) -> str:
         if shape is None or not table.get(shape[0]):
             return text
         done = fill(table[shape[0]], shape[1])
-        return text if done is None else escape(done, quote=False)
+        if done is None:
+            return text
+        lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+        return lead + escape(done, quote=False) + trail
 
     def runs(part: str) -> str:
         spans, last, out = [m.span() for m in SKIPPED_TAGS.finditer(part)], 0, []

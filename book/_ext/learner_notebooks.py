@@ -565,10 +565,11 @@ def learner_notebook(
         "learner_notebook": {
             "source": source.name,
             "edition": converter.edition,
-            "language": converter.language,
             "format": FORMAT_VERSION,
         },
     }
+    if converter.language != "en":
+        learner.metadata["learner_notebook"]["language"] = converter.language
     nbformat.validate(learner)
     return learner
 

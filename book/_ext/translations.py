@@ -191,16 +191,22 @@ def write_config(root: Path = ROOT) -> None:
     build_catalogs(root)
 
 
-def exercise_titles(doctree: Path) -> list[str]:
+def doctree_messages(doctree: Path) -> list[str]:
+    """What Sphinx translates but its gettext build does not extract: exercise titles
+    (sphinx-exercise rebuilds them before extraction; book/_ext/languages.py gave them a
+    source) and the alt text of figures (the gettext build shows outputs as plain text)."""
     import pickle
 
+    from docutils import nodes
     from sphinx_exercise.nodes import exercise_subtitle
 
     if not doctree.is_file():
         return []
     with open(doctree, "rb") as stream:
         document = pickle.load(stream)
-    return [n.rawsource for n in document.findall(exercise_subtitle) if n.rawsource]
+    found = [n.rawsource for n in document.findall(exercise_subtitle) if n.rawsource]
+    found += [n["alt"] for n in document.findall(nodes.image) if n.get("alt")]
+    return list(dict.fromkeys(found))
 
 
 def update_catalogs(root: Path = ROOT) -> None:
@@ -226,9 +232,7 @@ def update_catalogs(root: Path = ROOT) -> None:
     cache = root / "_build" / ".jupyter_cache"
     chapter_ids = set()
     for domain, template in templates.items():
-        # Exercise titles: sphinx-exercise rebuilds them before Sphinx extracts the messages,
-        # so they are read from the doctrees, where book/_ext/languages.py gave them a source.
-        for text in exercise_titles(pot.parent / ".doctrees" / f"{domain}.doctree"):
+        for text in doctree_messages(pot.parent / ".doctrees" / f"{domain}.doctree"):
             if text not in template:
                 template.add(text)
         if (root / f"{domain}.ipynb").is_file():
