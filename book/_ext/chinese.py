@@ -30,6 +30,21 @@ def prepare_catalogs(app, config):
         logger.info("chinese: catalogs changed for %s", ", ".join(changed))
 
 
+def search_words(app, config):
+    """The glossary's Chinese terms as words of the search index: jieba would split 软查找
+    into 软 and 查找, and a reader's search for the term would miss the chapters using it."""
+    glossary = (Path(app.srcdir) / "book" / "glossary.md").read_text(encoding="utf-8")
+    terms = set()
+    for line in glossary.splitlines():
+        # A term line: short, unindented, Chinese (the page's prose lines are longer).
+        if 0 < len(line) <= 20 and not line[0].isspace() and re.search(r"[\u4e00-\u9fff]", line):
+            terms |= {t.strip() for t in re.split(r"[、，,]", line) if t.strip()}
+    words = Path(app.srcdir) / "_build" / "search-words.zh.txt"
+    words.parent.mkdir(parents=True, exist_ok=True)
+    words.write_text("".join(f"{t} 1000\n" for t in sorted(terms) if " " not in t), "utf-8")
+    config.html_search_options = {**(config.html_search_options or {}), "dict": str(words)}
+
+
 def note_untranslated(app, doctree):
     """After Sphinx's Locale transform: the messages it left in English."""
     left = [
@@ -59,7 +74,8 @@ def write_report(app, exception):
 
 def setup(app):
     app.connect("config-inited", prepare_catalogs, priority=100)
+    app.connect("config-inited", search_words, priority=100)
     app.connect("doctree-read", note_untranslated)
     app.connect("env-purge-doc", purge)
     app.connect("build-finished", write_report)
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 4}

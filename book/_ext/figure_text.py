@@ -8,9 +8,10 @@ panels, kept in a ``<script>`` as JSON pieces. Both languages share that one exe
 * ``make pot`` reads each chapter's drawn text from the execution cache (its HTML and SVG
   outputs, as the English build shows them) and adds it to the chapter's catalog, marked
   "drawn in a figure";
-* in the Chinese build, it replaces each drawn text by its translation: in the pages' HTML
-  outputs (explorers, diagrams) while the page is written, in the SVG images when the build
-  ends. Raster frames (PNG) keep their English.
+* in the Chinese build, it replaces each drawn text by its translation while the page is
+  written: in the pages' HTML outputs (explorers, diagrams), and in the SVG figures, which it
+  then puts in the page itself, where the Chinese font the site serves reaches their text.
+  Raster frames (PNG) keep their English.
 
 Numbers in drawn text change with the parameters of a frame and with the seed, so a message
 stands for every text that differs from it only in its numbers: each number is written
@@ -154,7 +155,7 @@ def _outputs(doctree):
 
 
 def _table(app) -> dict[str, str]:
-    if not hasattr(app.env, "_figure_text_table"):
+    if not hasattr(app, "_figure_text_table"):
         import translations
 
         table = {}
@@ -162,37 +163,56 @@ def _table(app) -> dict[str, str]:
             for message in translations.read_po(path):
                 if translations.translated(message) and COMMENT in message.auto_comments:
                     table[message.id] = message.string
-        app.env._figure_text_table = table
-    return app.env._figure_text_table
+        app._figure_text_table = table
+    return app._figure_text_table
+
+
+def with_book_font(markup: str) -> str:
+    """Drawn text that names its fonts names the site's Noto Sans SC first. Its faces cover
+    only Chinese characters (unicode-range), so the rest keeps the fonts it was drawn with."""
+    markup = re.sub(r"font-family: ?(?!'Noto)", "font-family: 'Noto Sans SC', ", markup)
+    # As an attribute; inside an explorer's frames (JSON) its quote is escaped.
+    attribute = re.compile(r'font-family=(\\?)"(?!\'Noto)')
+    return attribute.sub(lambda m: f"font-family={m[1]}\"'Noto Sans SC', ", markup)
+
+
+def inline_svg(svg: str, alt: str, uid: str) -> str:
+    """A translated SVG image as markup in the page: an image file cannot use the page's web
+    fonts, so its Chinese would need a font on the reader's system. Its style is scoped to it."""
+    from html import escape
+
+    svg = re.sub(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r"(<style[^>]*>)\s*\*\s*\{", rf"\1#{uid} *{{", svg)
+    svg = svg.replace("<svg ", f'<svg id="{uid}" style="max-width:100%;height:auto" ', 1)
+    label = escape(alt, quote=True)
+    return f'<div class="book-figure" role="img" aria-label="{label}">{svg.strip()}</div>'
 
 
 def handle_outputs(app, doctree, docname):
-    """Chinese build: translate the HTML outputs now, note the SVG images for the end."""
+    """Chinese build: translate the pages' HTML outputs and SVG figures while they are written."""
     if not (app.config.language or "en").startswith("zh") or app.builder.format != "html":
         return
-    for node in _outputs(doctree):
+    table = _table(app)
+    for index, node in enumerate(list(_outputs(doctree))):
         if isinstance(node, nodes.raw):
-            node.children = [nodes.Text(translate(node.astext(), _table(app)))]
-        else:
-            app.env.__dict__.setdefault("_figure_images", set()).add(node["uri"])
-
-
-def finish(app, exception):
-    if exception is not None:
-        return
-    if (app.config.language or "en").startswith("zh") and app.builder.format == "html":
-        table = _table(app)
-        for uri in getattr(app.env, "_figure_images", set()):
-            name = app.builder.images.get(uri)
-            target = Path(app.outdir) / "_images" / name if name else None
-            if target and target.is_file():
-                text = target.read_text(encoding="utf-8")
-                done = translate(text, table)
-                if done != text:
-                    target.write_text(done, encoding="utf-8")
+            text = translate(node.astext(), table)
+            if text != node.astext():
+                node.children = [nodes.Text(with_book_font(text))]
+            continue
+        source = Path(app.srcdir) / node["uri"]
+        if not source.is_file():
+            continue
+        svg = source.read_text(encoding="utf-8")
+        done = translate(svg, table)
+        if done != svg:
+            uid = f"figure-{Path(docname).name}-{index}"
+            node.replace_self(
+                nodes.raw(
+                    "", inline_svg(with_book_font(done), node.get("alt", ""), uid), format="html"
+                )
+            )
 
 
 def setup(app):
     app.connect("doctree-resolved", handle_outputs)
-    app.connect("build-finished", finish)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
