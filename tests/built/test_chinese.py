@@ -214,3 +214,20 @@ def test_search_for_a_chinese_term_lands_on_its_page(browser, server):
         assert page.evaluate("document.documentElement.lang") == "zh-CN"
     finally:
         context.close()
+
+
+def test_the_chinese_student_site_holds_no_translated_solution():
+    """Pages, search index and notebooks of the Chinese site: no solution's translation (the
+    English fragments are searched across the whole site by tests/built/test_learner.py)."""
+    from ..solutions import CHAPTERS as SOURCES
+    from ..solutions import normalize
+    from ..test_learner_notebooks import _chinese_solution_fragments
+
+    files = [p for p in ZH_HTML.rglob("*") if p.suffix in (".html", ".js", ".ipynb")]
+    seen = normalize(" ".join(unescape(p.read_text(errors="replace")) for p in files))
+    fragments = [f for path in SOURCES for f in _chinese_solution_fragments(path)]
+    assert fragments, "translated solutions to look for (chapter Q0's at least)"
+    assert [f for f in fragments if f in seen] == []
+    instructor = ROOT / "_build" / "instructor" / "_build" / "html" / ZH / "book" / "q0_lookup.html"
+    shown = normalize(unescape(re.sub(r"<[^>]+>", "", instructor.read_text())))
+    assert any(f in shown for f in fragments), "the instructor edition shows them"
