@@ -20,7 +20,12 @@ import pytest
 from ..test_translations import API_SOURCE, NOT_YET_TRANSLATED
 from .conftest import HTML, ROOT, ZH, browsed_pages, chapter_pages
 from .pageload import BUDGET_MB, CONTRAST_JS
-from .test_browser import KNOWN_UPSTREAM_ERRORS, MARK_CJK, drawn_without_the_books_font
+from .test_browser import (
+    KNOWN_UPSTREAM_ERRORS,
+    MARK_CJK,
+    drawn_without_the_books_font,
+    sideways_overflow,
+)
 from .test_html import Resources, _parse_links
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -180,11 +185,8 @@ def test_first_load_offline_light_and_readable(open_page, page_path):
 
 @pytest.mark.parametrize("page_path", PAGES, ids=str)
 def test_readable_at_phone_width(open_page, page_path):
-    v = open_page(page_path, "phone")
-    overflow = v.page.evaluate(
-        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-    )
-    assert overflow <= 1, f"the page scrolls sideways by {overflow}px at 375px"
+    overflow = sideways_overflow(open_page(page_path, "phone").page)
+    assert overflow <= 1, f"the Chinese page scrolls sideways by {overflow}px at 375px"
 
 
 def test_search_for_a_chinese_term_lands_on_its_page(browser, server):
