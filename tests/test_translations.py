@@ -117,6 +117,8 @@ def test_translations_keep_roles_glue_math_code_and_links(domain):
             target = Counter({k: v for k, v in target.items() if k[0] != "glue"})
         # A translation may repeat a name in code; it may not drop or change anything.
         missing = source - target
+        if "{glue:md}" in message.string:  # no cross-notebook form: the build warns, shows nothing
+            missing["{glue:md} kept: say it with {glue:text} values"] = 1
         if missing:
             lost.append(f"{message.id[:70]!r}: lost {dict(missing)}")
     assert lost == [], "\n".join(lost[:10])

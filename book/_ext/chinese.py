@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import translations
+from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.nodes import extract_messages
 from sphinx_exercise.nodes import exercise_title
@@ -53,6 +54,8 @@ def note_untranslated(app, doctree):
         # An exercise's title holds its label and its subtitle, translated on their own.
         if not node.get("translated")
         and not isinstance(node, exercise_title)
+        # A figure's alt text is translated in place, without the node's "translated" flag.
+        and not (isinstance(node, nodes.image) and re.search(r"[\u4e00-\u9fff]", msg))
         # A message without a Latin letter needs none (the toc's captions come translated).
         and re.search("[A-Za-z]", msg)
     ]

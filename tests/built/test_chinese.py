@@ -89,7 +89,9 @@ def glued(page: Path) -> Counter:
 def test_every_glued_number_equals_the_english_one(page):
     english, chinese = glued(page), glued(Path(ZH) / page)
     assert english, f"{page}: no glued values found"
-    assert chinese == english, f"differ: {dict(english - chinese)} vs {dict(chinese - english)}"
+    # The same values; how often each shows may differ: a {glue:md} value (rendered as
+    # Markdown, not counted) is said in Chinese with the glued numbers it is made of.
+    assert set(chinese) == set(english), f"differ: {set(english) ^ set(chinese)}"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=str)
