@@ -13,9 +13,9 @@ PORT ?= 8000
 export OMP_NUM_THREADS ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup grading web book book-instructor notebooks notebooks-instructor serve test \
-	test-unit test-book test-seeds test-learner test-grading test-grading-corpora assignments grade \
-	lint dist bench clean
+.PHONY: help setup grading web pot book book-zh book-instructor notebooks notebooks-instructor \
+	serve test test-unit test-book test-seeds test-learner test-grading test-grading-corpora \
+	assignments grade lint dist bench clean
 
 help:
 	@echo "make book   set up, then build the HTML book into $(HTML) (executes every notebook)"
@@ -25,6 +25,7 @@ help:
 	@echo "make notebooks-instructor  after make book: notebooks with solutions, in $(INSTRUCTOR)/notebooks"
 	@echo "make assignments  graded assignments from the chapters, in _build/assignments (BOOK_SEED=<yours>)"
 	@echo "make grade SUBMISSIONS=<folder>  grade every submission in a folder (grades.csv, feedback/)"
+	@echo "make pot    after an English edit: new and changed messages into locales/ for translators"
 	@echo "make serve  serve $(HTML) on http://127.0.0.1:$(PORT)"
 	@echo "make bench  build and explorer timings (see benchmarks/README.md)"
 
@@ -63,13 +64,37 @@ book: setup
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory web; \
 	else echo "npm not found: building with MathJax and widget scripts from CDNs (the book will need the network)."; fi
 	$(BIN)/jupyter-book build . -n -W --keep-going
+	$(MAKE) --no-print-directory book-zh
 	@echo "Built. Open $(HTML)/index.html, or run 'make serve' and visit http://127.0.0.1:$(PORT)"
+
+# The Chinese edition, from the same sources and execution cache (nothing executes again), with
+# the catalogs of locales/ and a configuration made from _config.yml; its site is the folder zh/
+# of the English one. ZH_OUT: where Sphinx builds it; ZH_SITE: where the site serves it.
+ZH_OUT ?= _build/zh
+ZH_SITE ?= $(HTML)/zh
+book-zh: setup
+	$(PY) book/_ext/translations.py config
+	$(BIN)/jupyter-book build . -n -W --keep-going --config _config.zh.yml --toc _toc.zh.yml \
+	  --path-output $(ZH_OUT)
+	rm -rf $(ZH_SITE) && cp -r $(ZH_OUT)/_build/html $(ZH_SITE)
 
 # Solutions shown, in its own folder; notebooks come from the same execution cache.
 INSTRUCTOR := _build/instructor
 book-instructor: setup web
 	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
+	BOOK_EDITION=instructor $(MAKE) --no-print-directory book-zh ZH_OUT=$(INSTRUCTOR)-zh \
+	  ZH_SITE=$(INSTRUCTOR)/_build/html/zh
 	@echo "Instructor edition built. Open $(INSTRUCTOR)/_build/html/index.html"
+
+# The Chinese edition's catalogs after an English edit: every message of the instructor edition
+# (solutions too), plus the book's title, part captions and figure text, merged into
+# locales/zh_CN/LC_MESSAGES/ (one .po per page; new and changed messages await a translator).
+POT := _build/pot
+pot: setup
+	rm -rf $(POT)/_build/gettext
+	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going \
+	  --builder custom --custom-builder gettext --path-output $(POT)
+	$(PY) book/_ext/translations.py pot
 
 # Learner notebooks (what Colab, Binder, a hub and downloads open) from the last `make book`:
 # its execution cache gives the glued numbers, so nothing runs twice. Commit notebooks/.
@@ -132,6 +157,7 @@ test-learner: setup assignments
 # `make test` always builds the offline way: no npm is an error here, not a fallback.
 test-book: setup web
 	$(BIN)/jupyter-book build . -n -W --keep-going
+	$(MAKE) --no-print-directory book-zh
 
 # A claim that holds for one seed on one machine is an anecdote: rebuild the whole book with
 # other seeds and one thread, side by side, each into its own folder and execution cache
@@ -156,7 +182,7 @@ test-seeds: setup web
 # tiny models on one thread), so they run side by side; each one's output comes when it ends.
 test: lint test-unit test-grading
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-book test-seeds test-learner
-	BOOK_EDITION=instructor $(BIN)/jupyter-book build . -n -W --keep-going --path-output $(INSTRUCTOR)
+	$(MAKE) --no-print-directory book-instructor
 	# One process: each page is loaded once per view and shared by every test that reads it
 	# (tests/built/conftest.py). Workers would each load it again: 3 workers took 7 min, one 3.
 	$(BIN)/pytest -q -p no:xdist tests/built

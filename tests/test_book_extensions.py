@@ -69,8 +69,8 @@ def test_book_kernels_are_told_to_draw_static_explorers(monkeypatch):
 def test_fonts_are_cut_again_only_when_the_pages_characters_change(tmp_path, monkeypatch):
     cuts = []
 
-    def cut(srcdir, outdir, chars):
-        cuts.append(set(chars))
+    def cut(srcdir, outdir, pages):
+        cuts.append(set().union(*pages.values()))
         (outdir / "_static" / "book-fonts").mkdir(parents=True, exist_ok=True)
         (outdir / "_static" / "book-fonts" / "slice.woff").write_bytes(b"font")
         return ["@font-face{src:url(book-fonts/slice.woff)}"]
@@ -223,7 +223,7 @@ def theme_buttons(monkeypatch, pagename="book/q1_heads"):
         metadata={pagename: {"kernelspec": {"name": "python3"}}},
         all_docs={pagename: 0},
     )
-    app = SimpleNamespace(env=env, config=FakeConfig(html_theme_options=options))
+    app = SimpleNamespace(env=env, config=FakeConfig(html_theme_options=options, language=None))
     app.config["html_theme_options"] = options
     context = {
         "pagename": pagename,
@@ -261,6 +261,40 @@ def test_launch_and_download_buttons_open_the_learner_notebook(monkeypatch):
     assert after["download"] == "../notebooks/q1_heads.ipynb"
     assert not any("book/q1_heads" in u for u in after.values())
     assert context["sourcename"] == ""  # Sphinx copies no MyST source into _sources
+
+
+def test_the_chinese_pages_buttons_open_the_chinese_learner_notebook(monkeypatch):
+    app, context = theme_buttons(monkeypatch)
+    app.config.language = "zh_CN"
+    learner.point_buttons_at_learner_notebook(app, "book/q1_heads", "page.html", context, object())
+    after = {u.split("/")[2] if "://" in u else "download": u for u in urls(context) if u}
+    assert after["colab.research.google.com"].endswith("/main/notebooks/zh/q1_heads.ipynb")
+    assert after["mybinder.org"].endswith("?urlpath=lab/tree/notebooks/zh/q1_heads.ipynb")
+    # The Chinese site serves its own notebooks: notebooks/ under zh/.
+    assert after["download"] == "../notebooks/q1_heads.ipynb"
+
+
+def test_fonts_are_cut_again_by_the_pages_that_use_each_character():
+    pages = {"a.html": {1, 2, 3}, "b.html": {1, 2}, "c.html": {1, 9}}
+    chars = {1, 2, 3, 9}
+    slices = offline_web._slices(chars, pages)
+    assert sorted(c for s in slices for c in s) == sorted(chars)
+    # Used everywhere first, then by the same pages together.
+    assert [c for s in slices for c in s] == [1, 2, 3, 9]
+    many = {f"p{i}.html": {i} for i in range(100)}
+    sizes = [len(s) for s in offline_web._slices(set(range(100)), many)]
+    assert max(sizes) <= offline_web.SLICE_CHARS and sum(sizes) == 100
+
+
+def test_unused_icon_rules_leave_the_theme_stylesheet(tmp_path):
+    styles = tmp_path / "_static" / "styles"
+    styles.mkdir(parents=True)
+    css = '.x{a:b}.fa-sun:before{content:"\\f185"}.fa-a:before,.fa-b:before{content:"\\f111"}'
+    (styles / "pydata-sphinx-theme.css").write_text(css)
+    offline_web._prune_icon_rules(tmp_path, {0xF185})
+    assert (
+        styles / "pydata-sphinx-theme.css"
+    ).read_text() == '.x{a:b}.fa-sun:before{content:"\\f185"}'
 
 
 def test_pages_that_are_not_notebooks_keep_their_buttons(monkeypatch):

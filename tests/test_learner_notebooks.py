@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from .solutions import CHAPTERS, chapter_fragments, leaks, readable
+from .solutions import normalize as normalize_text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -59,11 +60,16 @@ def code_outside_solutions(nb: dict) -> list[str]:
     return code
 
 
-def test_one_learner_notebook_per_chapter():
+def test_one_learner_notebook_per_chapter_in_each_language():
     assert CHAPTERS
-    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == [p.name for p in CHAPTERS]
+    names = sorted(p.name for p in CHAPTERS)
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == names
+    assert sorted(p.name for p in (NOTEBOOKS / "zh").glob("*.ipynb")) == names
     # Instructor notebooks hold solutions: they are built, never committed (see README).
-    assert not any(NOTEBOOKS.rglob("*/*.ipynb")), "only student notebooks belong in notebooks/"
+    others = [
+        p for p in NOTEBOOKS.rglob("*.ipynb") if p.parent not in (NOTEBOOKS, NOTEBOOKS / "zh")
+    ]
+    assert others == [], "only student notebooks belong in notebooks/ and notebooks/zh/"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
@@ -93,9 +99,70 @@ def test_no_myst_syntax_reaches_a_learner(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_no_machine_paths(path):
-    assert not re.search(
-        r"/(tmp|root|work|home)/[A-Za-z]|file://", (NOTEBOOKS / path.name).read_text()
-    )
+    for folder in (NOTEBOOKS, NOTEBOOKS / "zh"):
+        assert not re.search(
+            r"/(tmp|root|work|home)/[A-Za-z]|file://", (folder / path.name).read_text()
+        )
+
+
+# -- the Chinese learner notebooks (notebooks/zh), made from the same chapters and catalogs ----
+
+
+def chinese(path: Path) -> dict:
+    return json.loads((NOTEBOOKS / "zh" / path.name).read_text())
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chinese_notebook_has_the_english_code_and_no_myst(path):
+    """Same code, cell for cell: what the Colab-like kernel runs in the English notebook is
+    what runs here (tests/learner also runs one Chinese notebook there)."""
+    nb = chinese(path)
+    assert nb["metadata"]["learner_notebook"] == {
+        "source": path.name,
+        "edition": "student",
+        "format": ln.FORMAT_VERSION,
+        "language": "zh",
+    }
+    assert cells(nb, "code") == cells(learner(path), "code")
+    for text in cells(nb, "markdown"):
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        assert not [token for token in RAW_MYST if token in prose], text[:300]
+    assert "构建本书时算出来的" in cells(nb, "markdown")[1]
+    assert "attention-book/zh/" in cells(nb, "markdown")[1], "links lead to the Chinese pages"
+
+
+def _chinese_solution_fragments(path: Path) -> list[str]:
+    """Runs of 12+ characters of the translations of each solution's own messages."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import translations
+
+    from .solutions import SOLUTION, markdown_of, normalize, solutions
+
+    docname = f"book/{path.stem}"
+    gated = re.compile(r"\{solution-start\}.*?\{solution-end\}", re.S)
+    text = markdown_of(path)
+    outside = normalize(gated.sub("", SOLUTION.sub("", text)))
+    bodies = [normalize(body) for body in solutions(path) + gated.findall(text)]
+    fragments = []
+    for message in translations.read_po(translations.catalog_paths(ROOT)[docname]):
+        plain = normalize(message.id)
+        if not message.string or plain in outside or not any(plain in b for b in bodies):
+            continue
+        runs = re.split(r"\{[\w:]+\}`[^`]*`|`[^`]*`|\$[^$]*\$", message.string)
+        fragments += [normalize(r).strip() for r in runs if len(r.strip()) >= 12]
+    return fragments
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chinese_student_notebook_holds_no_solution(path):
+    seen = normalize_text(readable(NOTEBOOKS / "zh" / path.name))
+    assert leaks(readable(NOTEBOOKS / "zh" / path.name), path) == []
+    assert [f for f in _chinese_solution_fragments(path) if f in seen] == []
+
+
+def test_the_chinese_leak_check_sees_a_translated_solution():
+    """Q0's solutions are translated: their fragments exist, so the check above can fail."""
+    assert len(_chinese_solution_fragments(CHAPTERS[0])) >= 4
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)

@@ -143,7 +143,10 @@ class AnswersDirective(SphinxDirective):
     def _section(self, answer: Answer, path: Path) -> nodes.section:
         section = nodes.section(ids=[f"answer-{answer.prefix}"])
         title, messages = self.state.inline_text(answer.title, self.lineno)
-        section += nodes.title(answer.title, "", *title)
+        heading = nodes.title(answer.title, "", *title)
+        # With a source, the Chinese edition translates it (with the chapter's own title).
+        heading.source, heading.line = str(path), 1
+        section += heading
         section += messages
         body = answer.body + f"\n\n{{doc}}`Read chapter {answer.name} → </{answer.docname}>`"
         self.state.nested_parse(StringList(body.splitlines(), source=str(path)), 0, section)

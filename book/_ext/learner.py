@@ -11,6 +11,8 @@ solutions included. This extension, after the theme has made its buttons:
   into the site as ``notebooks/<chapter>.ipynb`` when the build finishes (student
   edition: no solutions; instructor edition: with them);
 * stops Sphinx from copying the chapter's source into ``_sources/``.
+
+The Chinese edition's buttons open the Chinese learner notebooks, ``notebooks/zh/``.
 """
 
 from pathlib import Path
@@ -34,17 +36,19 @@ def point_buttons_at_learner_notebook(app, pagename, templatename, context, doct
     name = Path(pagename).name
     book_path = app.config.html_theme_options.get("path_to_docs", "").strip("/")
     source = f"{book_path}/{pagename}.ipynb" if book_path else f"{pagename}.ipynb"
-    learner = f"{NOTEBOOKS}/{name}.ipynb"
+    learner = f"{NOTEBOOKS}/{name}.ipynb"  # in this edition's own site
+    chinese = (app.config.language or "en").startswith("zh")
+    committed = f"{NOTEBOOKS}/zh/{name}.ipynb" if chinese else learner  # in the repository
     for group in context.get("header_buttons", []):
         for button in group.get("buttons", []):
             url = button.get("url", "")
             if group.get("label") == "launch-buttons" and url:
                 if url.count(source) != 1:
                     raise ExtensionError(f"learner: cannot find {source} in the launch link {url}")
-                button["url"] = url.replace(source, learner)
+                button["url"] = url.replace(source, committed)
             if button.get("label") == "download-source-button":
                 button["url"] = context["pathto"](learner, 1)
-                button["tooltip"] = "Download the notebook"
+                button["tooltip"] = "下载 notebook" if chinese else "Download the notebook"
     # Without a source name Sphinx copies nothing into _sources: the MyST source holds solutions.
     context["sourcename"] = ""
 
@@ -64,6 +68,7 @@ def write_learner_notebooks(app, exception):
             edition,
             cache_path=root / app.config.nb_execution_cache_path,
             url=app.config.html_baseurl,
+            language="zh" if (app.config.language or "en").startswith("zh") else "en",
         )
     except learner_notebooks.LearnerError as error:
         raise ExtensionError(f"learner notebooks: {error}") from error

@@ -60,6 +60,40 @@ RAW_MYST = re.compile(
 )
 
 
+# What the converter writes itself, in each language of the book (the chapter's own text comes
+# translated from the Chinese edition's catalogs, book/_ext/translations.py).
+LABELS = {
+    "en": {
+        "solution": "Solution",
+        "exercise": "Exercise",
+        "exercise_heading": "Exercise: {title}",
+        "note": "Note", "tip": "Tip", "warning": "Warning", "important": "Important",
+        "caution": "Caution", "hint": "Hint", "seealso": "See also",
+        "about": "> **About this notebook.** It is a chapter of the book "
+        "[*Attention, one question at a time*]({url}), made for running. "
+        "Numbers quoted in the text were computed when the book was built; when you rerun "
+        "the cells, yours may differ slightly. Run the first code cell first: where "
+        "`tutorial_lib` is missing (Colab), it installs it. {solutions}",
+        "with_solutions": "Solutions follow each exercise (instructor edition).",
+        "without_solutions": "Solutions are not included; an empty cell after each exercise "
+        "is yours.",
+    },
+    "zh": {
+        "solution": "解答",
+        "exercise": "练习",
+        "exercise_heading": "练习：{title}",
+        "note": "注意", "tip": "提示", "warning": "警告", "important": "重要",
+        "caution": "小心", "hint": "提示", "seealso": "另请参阅",
+        "about": "> **关于这个 notebook**：它是《[注意力，一次一个问题]({url})》的一章，"
+        "供你动手运行。正文里引用的数字是构建本书时算出来的；重新运行后，你得到的数字可能"
+        "略有不同。请先运行第一个代码单元：在缺少 `tutorial_lib` 的环境（如 Colab）里，"
+        "它会自动安装。代码、代码注释和输出保持英文，与英文版共用同一份代码。{solutions}",
+        "with_solutions": "每道练习后附有解答（教师版）。",
+        "without_solutions": "本 notebook 不含解答；每道练习后的空单元格留给你作答。",
+    },
+}  # fmt: skip
+
+
 class LearnerError(RuntimeError):
     """The chapter uses something this converter cannot turn into plain Markdown."""
 
@@ -207,6 +241,7 @@ class Converter:
     glue: GlueRenderer
     edition: str = "student"
     docname: str = ""
+    language: str = "en"
     cited: list[str] = field(default_factory=list)
     # Inside a gated solution ({solution-start} ... {solution-end}), which may span cells.
     gated: bool = False
@@ -216,6 +251,9 @@ class Converter:
             raise ValueError(f"edition must be one of {EDITIONS}; got {self.edition!r}")
         if not self.base_url.endswith("/"):
             self.base_url += "/"
+
+    def label(self, name: str) -> str:
+        return LABELS[self.language][name]
 
     # -- inline --------------------------------------------------------------------------
 
@@ -339,7 +377,9 @@ class Converter:
                         raise LearnerError(f"{self.docname}: unpaired {{{found.group('name')}}}")
                     self.gated = opening
                     if opening and self.edition == "instructor":
-                        cells.append(nbformat.v4.new_markdown_cell("> **Solution**"))
+                        cells.append(
+                            nbformat.v4.new_markdown_cell(f"> **{self.label('solution')}**")
+                        )
                     i = end + 1
                     continue
                 options, body = self._options(lines[i + 1 : end])
@@ -389,12 +429,12 @@ class Converter:
         if name in ("admonition", "dropdown"):  # a notebook has no collapsed box: a quote
             return self._quote(f"**{self.inline(argument)}**", self._plain(body))
         if name in ("note", "tip", "warning", "important", "caution", "hint", "seealso"):
-            return self._quote(f"**{name.capitalize()}**", self._plain(body))
+            return self._quote(f"**{self.label(name)}**", self._plain(body))
         if name == "exercise":
-            title = self.inline(argument) or "Exercise"
-            cells = [
-                nbformat.v4.new_markdown_cell(tidy(f"### Exercise: {title}\n\n{self._plain(body)}"))
-            ]
+            title = self.inline(argument)
+            heading = self.label("exercise_heading").format(title=title) if title else ""
+            heading = heading or self.label("exercise")
+            cells = [nbformat.v4.new_markdown_cell(tidy(f"### {heading}\n\n{self._plain(body)}"))]
             if self.edition == "student":
                 cells.append(nbformat.v4.new_code_cell(ANSWER_CELL))
             return cells
@@ -431,7 +471,7 @@ class Converter:
             prose.clear()
             if text:
                 # The first stretch carries the title; a stretch after code continues it.
-                quoted = self._quote("" if cells else "**Solution**", text)
+                quoted = self._quote("" if cells else f"**{self.label('solution')}**", text)
                 cells.append(nbformat.v4.new_markdown_cell(tidy(quoted)))
 
         i = 0
@@ -442,7 +482,7 @@ class Converter:
                 end = self._closing(body, i, fence.group("fence"))
                 flush()
                 if not cells:
-                    cells.append(nbformat.v4.new_markdown_cell("> **Solution**"))
+                    cells.append(nbformat.v4.new_markdown_cell(f"> **{self.label('solution')}**"))
                 cells.append(nbformat.v4.new_code_cell("\n".join(body[i + 1 : end])))
                 i = end + 1
                 continue
@@ -467,24 +507,26 @@ def check_plain(text: str, where: str) -> None:
 # -- a whole notebook ---------------------------------------------------------------------------
 
 
-def about_cell(chapter_url: str, edition: str) -> nbformat.NotebookNode:
-    solutions = (
-        "Solutions follow each exercise (instructor edition)."
-        if edition == "instructor"
-        else "Solutions are not included; an empty cell after each exercise is yours."
-    )
+def about_cell(chapter_url: str, edition: str, language: str = "en") -> nbformat.NotebookNode:
+    labels = LABELS[language]
+    solutions = labels["with_solutions" if edition == "instructor" else "without_solutions"]
     return nbformat.v4.new_markdown_cell(
-        "> **About this notebook.** It is a chapter of the book "
-        f"[*Attention, one question at a time*]({chapter_url}), made for running. "
-        "Numbers quoted in the text were computed when the book was built; when you rerun "
-        "the cells, yours may differ slightly. Run the first code cell first: where "
-        f"`tutorial_lib` is missing (Colab), it installs it. {solutions}"
+        labels["about"].format(url=chapter_url, solutions=solutions)
     )
 
 
-def learner_notebook(source: Path, docname: str, converter: Converter) -> nbformat.NotebookNode:
-    """The learner notebook of one chapter (``converter`` fixes the edition and the links)."""
+def learner_notebook(
+    source: Path, docname: str, converter: Converter, messages: dict[str, str] | None = None
+) -> nbformat.NotebookNode:
+    """The learner notebook of one chapter (``converter`` fixes the edition and the links;
+    ``messages``, a translation of the chapter's text, its language)."""
     notebook = nbformat.read(source, as_version=4)
+    if messages:
+        import translations
+
+        for cell in notebook.cells:
+            if cell.cell_type == "markdown":
+                cell.source = translations.translate_markdown(cell.source, messages)
     converter.docname = docname
     converter.cited = []
     converter.gated = False
@@ -511,7 +553,8 @@ def learner_notebook(source: Path, docname: str, converter: Converter) -> nbform
         raise LearnerError(f"{docname}: a chapter starts with its title")
     cells[0].source = title
     more = [nbformat.v4.new_markdown_cell(rest)] if rest.strip() else []
-    cells[1:1] = [about_cell(converter.url(page), converter.edition), *more]
+    about = about_cell(converter.url(page), converter.edition, converter.language)
+    cells[1:1] = [about, *more]
     for index, cell in enumerate(cells):
         # Ids by position: a notebook made from the same source is the same file.
         cell.id = f"cell-{index:03d}"
@@ -525,6 +568,8 @@ def learner_notebook(source: Path, docname: str, converter: Converter) -> nbform
             "format": FORMAT_VERSION,
         },
     }
+    if converter.language != "en":
+        learner.metadata["learner_notebook"]["language"] = converter.language
     nbformat.validate(learner)
     return learner
 
@@ -541,13 +586,26 @@ def chapters(root: Path) -> list[tuple[str, Path]]:
     return [(docname, root / f"{docname}.ipynb") for docname in book_toc.chapter_docnames(root)]
 
 
-def base_url(root: Path) -> str:
-    """The published book's address: ``sphinx.config.html_baseurl`` in ``_config.yml``."""
+def base_url(root: Path, language: str = "en") -> str:
+    """The published book's address: ``sphinx.config.html_baseurl`` in ``_config.yml`` (the
+    Chinese edition's is its folder ``zh/`` there)."""
+    import translations
+
     config = yaml.safe_load((root / "_config.yml").read_text())
     url = config.get("sphinx", {}).get("config", {}).get("html_baseurl", "")
     if not url.startswith("https://"):
         raise LearnerError("_config.yml needs sphinx.config.html_baseurl (the book's address)")
-    return url
+    return url if language == "en" else url.rstrip("/") + f"/{translations.SITE_FOLDER}/"
+
+
+def chapter_messages(root: Path, docname: str) -> dict[str, str]:
+    """The translated messages of one chapter's committed catalog (none fuzzy)."""
+    import translations
+
+    path = translations.catalog_paths(root).get(docname)
+    if path is None:
+        raise LearnerError(f"no catalog for {docname}: run `make pot`")
+    return {m.id: m.string for m in translations.read_po(path) if translations.translated(m)}
 
 
 def write_learner_notebooks(
@@ -557,8 +615,12 @@ def write_learner_notebooks(
     edition: str,
     cache_path: Path | None = None,
     url: str | None = None,
+    language: str = "en",
 ) -> list[Path]:
-    """Write the learner notebook of every chapter into ``out_dir``; return their paths."""
+    """Write the learner notebook of every chapter into ``out_dir``; return their paths.
+
+    ``language`` "zh": the Chinese notebooks, their text translated by the committed catalogs
+    (``html_dir`` is then the Chinese edition's site, whose pages the links lead to)."""
     inventory = html_dir / "objects.inv"
     if not inventory.is_file():
         raise LearnerError(f"no built book at {html_dir}: run `make book` first")
@@ -569,14 +631,16 @@ def write_learner_notebooks(
     out_dir.mkdir(parents=True, exist_ok=True)
     for docname, source in chapters(root):
         converter = Converter(
-            base_url=url or base_url(root),
+            base_url=url or base_url(root, language),
             links=links,
             bibliography=bibliography,
             glue=glue_renderer(glue_outputs(source, cache_path)),
             edition=edition,
+            language=language,
         )
+        messages = chapter_messages(root, docname) if language == "zh" else None
         target = out_dir / source.name
-        target.write_text(dumps(learner_notebook(source, docname, converter)))
+        target.write_text(dumps(learner_notebook(source, docname, converter, messages)))
         written.append(target)
     return written
 
@@ -587,15 +651,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--html", type=Path, help="the built book (default: _build/html)")
     parser.add_argument("--out", type=Path, help="where to write (default: notebooks/)")
     parser.add_argument("--edition", choices=EDITIONS, default="student")
+    parser.add_argument(
+        "--language", choices=("en", "zh", "both"), default="both",
+        help="English into OUT, Chinese into OUT/zh (default: both)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    html = args.html or root / "_build" / "html"
+    out = args.out or root / "notebooks"
+    languages = ("en", "zh") if args.language == "both" else (args.language,)
+    written = []
     try:
-        written = write_learner_notebooks(
-            root,
-            args.html or root / "_build" / "html",
-            args.out or root / "notebooks",
-            args.edition,
-        )
+        for language in languages:
+            folder = "" if language == "en" else "zh"
+            written += write_learner_notebooks(
+                root, html / folder, out / folder, args.edition, language=language
+            )
     except LearnerError as error:
         print(f"make notebooks: {error}", file=sys.stderr)
         return 1

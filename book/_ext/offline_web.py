@@ -74,7 +74,14 @@ def configure_offline_assets(app, config):
 
 
 def _built_pages(outdir: Path):
-    return [p for p in outdir.rglob("*.html") if "_static" not in p.parts]
+    """This site's pages; not those of a site inside it (the Chinese edition in ``zh/``, which
+    has its own ``_static`` and cuts its own fonts)."""
+    nested = {d.name for d in outdir.iterdir() if (d / "_static").is_dir()}
+    return [
+        p
+        for p in outdir.rglob("*.html")
+        if "_static" not in p.parts and p.relative_to(outdir).parts[0] not in nested
+    ]
 
 
 def _icon_codepoints(outdir: Path, theme_css: str) -> set[int]:
@@ -115,7 +122,7 @@ def _subset(source: Path, codepoints: set[int], target: Path) -> bool:
     if not present:
         return False
     options = subset.Options()
-    options.flavor = "woff"  # zlib: WOFF2 would need brotli, which is not installed here
+    options.flavor = "woff2"  # brotli: about a third smaller than WOFF's zlib for CJK glyphs
     options.layout_features = ["*"]
     subsetter = subset.Subsetter(options)
     subsetter.populate(unicodes=present)
@@ -134,11 +141,11 @@ def _icon_fonts(outdir: Path, theme: Path, used: set[int]) -> list[str]:
         ("Font Awesome 6 Brands", 400, "fa-brands-400"),
     ):
         source = theme / "vendor" / "fontawesome" / "webfonts" / f"{name}.ttf"
-        target = outdir / "_static" / "book-fonts" / f"{name}.woff"
+        target = outdir / "_static" / "book-fonts" / f"{name}.woff2"
         if source.is_file() and _subset(source, used, target):
             rules.append(
                 f'@font-face{{font-family:"{family}";font-style:normal;font-weight:{weight};'
-                f'font-display:block;src:url(book-fonts/{name}.woff) format("woff")}}'
+                f'font-display:block;src:url(book-fonts/{name}.woff2) format("woff2")}}'
             )
     return rules
 
@@ -159,50 +166,89 @@ CJK_RANGES = [(0x2E80, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xF
               (0x20000, 0x3FFFF)]  # fmt: skip
 
 
-def _page_characters(outdir: Path) -> set[int]:
-    """Every CJK character in the built pages: what the book's Chinese font must cover."""
-    chars = set()
+def _page_characters(outdir: Path) -> dict[str, set[int]]:
+    """The CJK characters of each built page: what the book's Chinese font must cover."""
+    found = {}
     for page in _built_pages(outdir):
-        chars |= {ord(c) for c in page.read_text(encoding="utf-8", errors="ignore")}
-    return {c for c in chars if any(lo <= c <= hi for lo, hi in CJK_RANGES)}
+        text = set(page.read_text(encoding="utf-8", errors="ignore"))
+        chars = {ord(c) for c in text}
+        found[page.relative_to(outdir).as_posix()] = {
+            c for c in chars if any(lo <= c <= hi for lo, hi in CJK_RANGES)
+        }
+    return found
 
 
-def _chinese_fonts(srcdir: Path, outdir: Path, chars: set[int]) -> list[str]:
-    """@font-face rules for Noto Sans SC, each slice cut to the characters the pages hold."""
+# Characters per cut slice: small enough that a page with little Chinese (an English chapter's
+# navigation) fetches little more than it shows, large enough to keep the requests few.
+SLICE_CHARS = 40
+
+
+def _slices(wanted: set[int], pages: dict[str, set[int]]) -> list[list[int]]:
+    """``wanted`` (the site's characters in one of Noto's slices) cut again by where they are
+    used: characters that the same pages use go together, most widely used first, so a page
+    fetches slices that are mostly its own characters."""
+    names = sorted(pages)
+    signature = {c: tuple(i for i, n in enumerate(names) if c in pages[n]) for c in wanted}
+    ordered = sorted(wanted, key=lambda c: (-len(signature[c]), signature[c], c))
+    return [ordered[i : i + SLICE_CHARS] for i in range(0, len(ordered), SLICE_CHARS)]
+
+
+def _chinese_fonts(srcdir: Path, outdir: Path, pages: dict[str, set[int]]) -> list[str]:
+    """@font-face rules for Noto Sans SC: each of its slices cut to the characters the pages
+    hold, then cut again by the pages that use them (``_slices``)."""
     noto = srcdir / NOTO
     if not noto.is_dir():
         return []
-    ordered = sorted(chars)
+    ordered = sorted(set().union(*pages.values()))
     rules = []
-    for weight in (400, 700):
-        css = (noto / f"{weight}.css").read_text(encoding="utf-8")
-        for block in re.findall(r"@font-face\s*\{[^}]*\}", css):
-            woff = re.search(r"url\(\./files/([^)]+\.woff)\)", block)
-            spec = re.search(r"unicode-range:\s*([^;]+);", block)
-            if not woff or not spec:
+    # One weight: the browser draws bold Chinese from it (font synthesis), so a page fetches
+    # each slice once, not twice (a Chinese chapter's slices are most of its font bytes).
+    weight = 400
+    css = (noto / f"{weight}.css").read_text(encoding="utf-8")
+    for block in re.findall(r"@font-face\s*\{[^}]*\}", css):
+        woff = re.search(r"url\(\./files/([^)]+\.woff)\)", block)
+        spec = re.search(r"unicode-range:\s*([^;]+);", block)
+        if not woff or not spec:
+            continue
+        wanted = set()
+        for lo, hi in _ranges(spec.group(1)):
+            wanted.update(
+                ordered[bisect.bisect_left(ordered, lo) : bisect.bisect_right(ordered, hi)]
+            )
+        name = woff.group(1)
+        for i, group in enumerate(_slices(wanted, pages)):
+            cut = f"{name.removesuffix('.woff')}-{i}.woff2"
+            if not _subset(
+                noto / "files" / name, set(group), outdir / "_static" / "book-fonts" / cut
+            ):
                 continue
-            wanted = set()
-            for lo, hi in _ranges(spec.group(1)):
-                wanted.update(
-                    ordered[bisect.bisect_left(ordered, lo) : bisect.bisect_right(ordered, hi)]
-                )
-            if not wanted:
-                continue
-            name = woff.group(1)
-            if not _subset(noto / "files" / name, wanted, outdir / "_static" / "book-fonts" / name):
-                continue
-            used = ",".join(f"U+{c:x}" for c in sorted(wanted))
+            used = ",".join(f"U+{c:x}" for c in sorted(group))
             rules.append(
                 f'@font-face{{font-family:"Noto Sans SC";font-style:normal;font-weight:{weight};'
-                f'font-display:swap;src:url(book-fonts/{name}) format("woff");'
+                f'font-display:swap;src:url(book-fonts/{cut}) format("woff2");'
                 f"unicode-range:{used}}}"
             )
     return rules
 
 
-def _font_key(chars: set[int], icons: set[int]) -> str:
-    """What the cut fonts depend on: the characters and icons the pages use, and this file."""
-    text = ",".join(map(str, sorted(chars))) + "|" + ",".join(map(str, sorted(icons)))
+ICON_RULE = re.compile(r"(?:\.fa-[a-z0-9-]+:{1,2}before,?)+\{content:\"\\(\w+)\"\}")
+
+
+def _prune_icon_rules(outdir: Path, used: set[int]) -> None:
+    """The theme's stylesheet without the rules of icons no page uses: 1,800 of them, 85 kB
+    of every page's first load (a Chinese chapter needs that room for its font)."""
+    path = outdir / "_static" / "styles" / "pydata-sphinx-theme.css"
+    if path.is_file():
+        css = path.read_text(encoding="utf-8")
+        kept = ICON_RULE.sub(lambda m: m.group(0) if int(m.group(1), 16) in used else "", css)
+        if kept != css:
+            path.write_text(kept, encoding="utf-8")
+
+
+def _font_key(pages: dict[str, set[int]], icons: set[int]) -> str:
+    """What the cut fonts depend on: each page's characters, the icons, and this file."""
+    text = ";".join(f"{p}:" + ",".join(map(str, sorted(c))) for p, c in sorted(pages.items()))
+    text += "|" + ",".join(map(str, sorted(icons)))
     text += "|" + Path(__file__).read_text(encoding="utf-8")
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -220,8 +266,9 @@ def write_fonts(app, exception):
     theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
     css = (theme / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
     icons = _icon_codepoints(outdir, css)
-    chars = _page_characters(outdir)
-    key = _font_key(chars, icons)
+    _prune_icon_rules(outdir, icons)
+    pages = _page_characters(outdir)
+    key = _font_key(pages, icons)
     fonts = outdir / "_static" / "book-fonts"
     manifest = fonts / "manifest.json"
     if manifest.is_file():
@@ -231,11 +278,14 @@ def write_fonts(app, exception):
             return
     rules = ["/* Written by book/_ext/offline_web.py when the build ends. */"]
     rules += _icon_fonts(outdir, theme, icons)
-    rules += _chinese_fonts(Path(app.srcdir), outdir, chars)
+    rules += _chinese_fonts(Path(app.srcdir), outdir, pages)
     text = "\n".join(rules) + "\n"
     (outdir / "_static" / FONTS_CSS).write_text(text, encoding="utf-8")
     files = sorted(re.findall(r"url\(book-fonts/([^)]+)\)", text))
     fonts.mkdir(parents=True, exist_ok=True)
+    for old in fonts.glob("*.woff*"):  # cuts of characters the pages no longer use
+        if old.name not in files:
+            old.unlink()
     manifest.write_text(json.dumps({"key": key, "files": files, "css": text}), encoding="utf-8")
 
 

@@ -13,14 +13,23 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 
 
-def built_pages() -> list[Path]:
-    """Every HTML page of the built book, relative to _build/html."""
-    if not (HTML / "index.html").is_file():
+# The Chinese edition's site inside the English one (book/_ext/languages.py). Its pages get
+# one pass of their own (tests/built/test_chinese.py), not every English test again.
+ZH = "zh"
+
+
+def built_pages(language: str = "en") -> list[Path]:
+    """Every HTML page of the built book (``language`` "zh": of its Chinese edition), relative
+    to _build/html."""
+    root = HTML if language == "en" else HTML / ZH
+    if not (root / "index.html").is_file():
         return []
     return sorted(
         p.relative_to(HTML)
-        for p in HTML.rglob("*.html")
-        if "_static" not in p.parts and "_sources" not in p.parts
+        for p in root.rglob("*.html")
+        if "_static" not in p.parts
+        and "_sources" not in p.parts
+        and (language != "en" or p.relative_to(HTML).parts[0] != ZH)
     )
 
 
@@ -36,9 +45,9 @@ def redirect_target(page: Path) -> str | None:
     return found.group(1) if found else None
 
 
-def browsed_pages() -> list[Path]:
+def browsed_pages(language: str = "en") -> list[Path]:
     """The pages a reader reads: every built page but the redirects (opened on their own)."""
-    return [p for p in built_pages() if redirect_target(p) is None]
+    return [p for p in built_pages(language) if redirect_target(p) is None]
 
 
 # The views the browser tests share: one first load per page and view, never more.

@@ -113,12 +113,16 @@ def test_static_explorers_respond_to_every_control(open_page, page_path):
     assert unexpected_errors(v) == []
 
 
-@pytest.mark.parametrize("page_path", PAGES, ids=str)
-def test_readable_at_phone_width(open_page, page_path):
-    v = open_page(page_path, "phone")
-    overflow = v.page.evaluate(
+def sideways_overflow(page) -> int:
+    """How far, in CSS px, a page scrolls sideways (0 when it fits its screen)."""
+    return page.evaluate(
         "document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
+
+
+@pytest.mark.parametrize("page_path", PAGES, ids=str)
+def test_readable_at_phone_width(open_page, page_path):
+    overflow = sideways_overflow(open_page(page_path, "phone").page)
     assert overflow <= 1, f"the page scrolls sideways by {overflow}px at 375px"
 
 

@@ -172,7 +172,7 @@ def test_icon_fonts_hold_every_icon_the_pages_use(html_root):
             n for n in re.findall(r"\b(fa-[a-z0-9-]+)", (HTML / page).read_text()) if n in codes
         }
     assert used, "no icons found: the theme changed how it draws them"
-    fonts = sorted((html_root / "_static" / "book-fonts").glob("fa-*.woff"))
+    fonts = sorted((html_root / "_static" / "book-fonts").glob("fa-*.woff2"))
     held = set()
     for font in fonts:
         held |= set(TTFont(font).getBestCmap())
