@@ -24,6 +24,21 @@ import translations  # noqa: E402
 # Each entry says why; the lead empties this list as translations land. Any other page with an
 # untranslated or fuzzy entry fails.
 NOT_YET_TRANSLATED = {
+    "book/q6_kv_heads": "Q6 is new: its translation is under way",
+    "book/q7_long_context": "Q7 is new: its translation is under way",
+    "book/instructors": "the instructors' page is new: its translation is under way",
+    "book/glossary": "Q6 and Q7 added terms; the errata changed others",
+    "book/misconceptions": "Q6 and Q7 added entries; the errata changed others",
+    "book/intro": "the introduction names Q6 and Q7 now",
+    "book/answers": "two answers changed with the errata",
+    "book/q0_lookup": "the errata changed an entry",
+    "book/q1_heads": "the errata changed entries",
+    "book/q2_scaling": "the errata changed entries",
+    "book/q3a_absolute_positions": "the errata changed entries",
+    "book/q3b_relative_positions": "the errata changed entries",
+    "book/q4_norms": "the errata changed an entry",
+    "book/q5_transformer": "two glued sentences became glued counts",
+    "book/api": "the API page's own prose names Q6's and Q7's modules now",
 }
 
 CATALOGS = translations.catalog_paths(ROOT)
@@ -105,7 +120,7 @@ def test_every_entry_is_translated_and_none_is_fuzzy(domain):
 def test_translations_keep_roles_glue_math_code_and_links(domain):
     lost = []
     for message in messages(domain):
-        if not message.string:
+        if not translations.translated(message):  # a fuzzy one is not shown: it awaits a new one
             continue
         source, target = carried(message.id), carried(message.string)
         glue_md = [k for k in source if k[0] == "glue" and "glue:md" in message.id]
