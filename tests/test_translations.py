@@ -31,13 +31,6 @@ NOT_YET_TRANSLATED = {
     "book/misconceptions": "Q6 and Q7 added entries; the errata changed others",
     "book/intro": "the introduction names Q6 and Q7 now",
     "book/answers": "two answers changed with the errata",
-    "book/q0_lookup": "the errata changed an entry",
-    "book/q1_heads": "the errata changed entries",
-    "book/q2_scaling": "the errata changed entries",
-    "book/q3a_absolute_positions": "the errata changed entries",
-    "book/q3b_relative_positions": "the errata changed entries",
-    "book/q4_norms": "the errata changed an entry",
-    "book/q5_transformer": "two glued sentences became glued counts",
     "book/api": "the API page's own prose names Q6's and Q7's modules now",
 }
 
