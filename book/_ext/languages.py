@@ -8,13 +8,17 @@ The English book is the site's root (``_build/html``), the Chinese edition its f
   language;
 * gives each edition its own address, ``html_baseurl`` (the Chinese one ends in ``zh/``);
 * makes each exercise's title translatable: sphinx-exercise parses it without a source, so
-  Sphinx would neither extract it into the catalogs nor translate it.
+  Sphinx would neither extract it into the catalogs nor translate it;
+* makes each table cell translatable, for the same reason: MyST gives a Markdown table's
+  cells no source (only the table has one).
 """
 
 from __future__ import annotations
 
 import figure_text
 import translations
+from docutils import nodes
+from sphinx.transforms import SphinxTransform
 from sphinx_exercise.directive import ExerciseDirective
 from sphinx_exercise.nodes import exercise_subtitle
 
@@ -68,7 +72,21 @@ class TranslatableExercise(ExerciseDirective):
         return found
 
 
+class TranslatableTableCells(SphinxTransform):
+    """A Markdown table's cells with their table's source and line, so that Sphinx extracts
+    them into the catalogs and translates them (it skips a text without a source as built-in)."""
+
+    default_priority = 15  # before Sphinx's Locale transform (20), which translates
+
+    def apply(self, **kwargs):
+        for table in self.document.findall(nodes.table):
+            for cell in table.findall(nodes.paragraph):
+                if not cell.source and table.source:
+                    cell.source, cell.line = table.source, table.line
+
+
 def setup(app):
+    app.add_transform(TranslatableTableCells)
     app.connect("config-inited", edition_address, priority=200)
     app.connect("html-page-context", language_switch)
     app.add_directive("exercise", TranslatableExercise, override=True)
