@@ -229,3 +229,13 @@ def test_every_table_cell_is_in_the_catalog(domain):
     ids = {m.id for m in messages(domain)}
     missing = [cell for cell in table_cells(domain) if cell not in ids]
     assert missing == [], f"table cells of {domain} missing from its catalog: {missing[:5]}"
+
+
+def test_an_inlined_figure_path_keeps_its_shape_in_fewer_bytes():
+    """Chinese pages inline their translated SVG figures; the path data is most of their weight."""
+    d = "M 0 3.5 C 0.93 3.5 1.82 3.13 2.47 2.47 \nL 131.26 -225.12 \nL 0.04 -0.04 L 1e-05 100 z"
+    short = figure_text.compact_path(d)
+    assert short == "M0 3.5C0.9 3.5 1.8 3.1 2.5 2.5L131.3-225.1L0 0L0 100z"
+    numbers = [float(t) for t in figure_text.PATH_TOKEN.findall(d) if not t.isalpha()]
+    again = [float(t) for t in figure_text.PATH_TOKEN.findall(short) if not t.isalpha()]
+    assert max(abs(a - b) for a, b in zip(numbers, again, strict=True)) <= 0.05
