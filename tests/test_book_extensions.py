@@ -400,3 +400,46 @@ def test_the_answers_page_builds_from_the_chapters_and_warns_for_one_without(tmp
     assert "It is a soft lookup" in page and 'class="math' in page
     assert 'href="q0_lookup.html"' in page  # the link to the chapter
     assert "book/q1_heads has no 'What to remember' cell" in warnings.getvalue()
+
+
+def _notebook(path, *sources):
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["kernelspec"] = kernel
+    nbformat.write(notebook, path)
+    return nbformat.read(path, as_version=4)
+
+
+def test_chapters_execute_side_by_side_into_myst_nbs_cache(tmp_path, monkeypatch):
+    """The waiting notebook finishes only if the other one runs while it waits; MyST-NB then
+    finds both in the cache by its own match, outputs included; a failing one is left to
+    MyST-NB, which executes it again and reports its traceback."""
+    import execute_ahead
+    from jupyter_cache import get_cache
+
+    waits = _notebook(
+        tmp_path / "waits.ipynb",
+        "import pathlib, time\nfor _ in range(600):\n"
+        "    if pathlib.Path('started').exists(): break\n    time.sleep(0.05)\n"
+        "else:\n    raise RuntimeError('ran alone')",
+        "print('saw the other')",
+    )
+    starts = _notebook(tmp_path / "starts.ipynb", "import pathlib; pathlib.Path('started').touch()")
+    fails = _notebook(tmp_path / "fails.ipynb", "1 / 0")
+    cache_dir = tmp_path / "cache"
+    config = SimpleNamespace(
+        nb_execution_mode="cache", nb_execution_cache_path=str(cache_dir),
+        nb_execution_timeout=60, nb_execution_allow_errors=False,
+    )  # fmt: skip
+    env = SimpleNamespace(doc2path=lambda name: str(tmp_path / f"{name}.ipynb"))
+    monkeypatch.setenv("BOOK_EXECUTE_JOBS", "3")
+    execute_ahead.execute_ahead(SimpleNamespace(config=config), env, ["waits", "starts", "fails"])
+
+    cache = get_cache(str(cache_dir))
+    _, executed = cache.merge_match_into_notebook(waits)
+    assert executed.cells[1].outputs[0]["text"] == "saw the other\n"
+    assert cache.match_cache_notebook(starts)
+    with pytest.raises(KeyError):
+        cache.match_cache_notebook(fails)

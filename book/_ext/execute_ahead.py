@@ -60,8 +60,8 @@ def execute_ahead(app, env, docnames):
     if len(todo) < 2:
         return  # one notebook: MyST-NB's own execution is as fast
     # Longest first when an earlier build timed them (a chapter's record outlives its edit).
-    seconds = {r.uri: (r.data or {}).get("execution_seconds", 0) for r in cache.list_cache_records()}
-    todo.sort(key=lambda item: -seconds.get(str(item[0]), 0))
+    timed = {r.uri: (r.data or {}).get("execution_seconds", 0) for r in cache.list_cache_records()}
+    todo.sort(key=lambda item: -timed.get(str(item[0]), 0))
     logger.info("execute_ahead: %d notebooks, %d at a time", len(todo), min(jobs, len(todo)))
 
     def run(item):
@@ -76,7 +76,7 @@ def execute_ahead(app, env, docnames):
 
     # Threads suffice: each notebook runs in its own kernel process; a thread only waits on it.
     with ThreadPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
-        for (path, notebook), result in zip(todo, pool.map(run, todo)):
+        for (path, notebook), result in zip(todo, pool.map(run, todo), strict=True):
             if result.err is not None:
                 logger.info("execute_ahead: %s failed; MyST-NB will run it and report", path.name)
                 continue
