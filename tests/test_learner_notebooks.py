@@ -380,7 +380,7 @@ def test_the_book_address_comes_from_the_config():
 
 def small_book(tmp_path, monkeypatch):
     """A book of one chapter; what its build would give (the links, the glued values, the
-    record of the chapter's execution in the cache) is faked, the record in ``execution``."""
+    records of the execution cache) is faked, the records in ``execution``."""
     root = tmp_path / "root"
     (root / "book").mkdir(parents=True)
     chapter = nbformat.v4.new_notebook(
@@ -398,7 +398,7 @@ def small_book(tmp_path, monkeypatch):
     execution = {"id": "1:hash:2026-01-01T00:00:00"}
     links = converter().links
     monkeypatch.setattr(ln.Links, "from_inventory", classmethod(lambda cls, path: links))
-    monkeypatch.setattr(ln, "execution_id", lambda source, cache: execution["id"])
+    monkeypatch.setattr(ln, "cache_records", lambda cache: execution["id"])
     monkeypatch.setattr(ln, "glue_outputs", lambda source, cache: {"n": {"text/plain": "1048576"}})
     return root, html, execution
 

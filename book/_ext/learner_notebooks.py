@@ -180,39 +180,36 @@ class Bibliography:
         ]
 
 
-def _from_cache(source: Path, cache_path: Path, read: Callable):
-    """``read(cache, notebook)`` on the book build's execution cache and the chapter's source.
+def cache_records(cache_path: Path) -> str:
+    """The executions the cache holds: each record's id, code hash and time. With a chapter's
+    source, they decide which execution its glued values come from (a new run of the same
+    code, in another cache or a cleared one, is a new record)."""
+    from jupyter_cache import get_cache
+
+    if not cache_path.is_dir():
+        raise LearnerError(f"no execution cache at {cache_path}: run `make book` first")
+    records = get_cache(str(cache_path)).list_cache_records()
+    return " ".join(sorted(f"{r.pk}:{r.hashkey}:{r.created.isoformat()}" for r in records))
+
+
+def glue_outputs(source: Path, cache_path: Path) -> dict[str, dict]:
+    """The glued values of one chapter, from the book build's execution cache.
 
     Raises LearnerError when the cache holds no execution of the chapter as it is now.
     """
     from jupyter_cache import get_cache
+    from myst_nb.ext.glue import extract_glue_data_cell
 
     if not cache_path.is_dir():
         raise LearnerError(f"no execution cache at {cache_path}: run `make book` first")
     notebook = nbformat.read(source, as_version=4)
     try:
-        return read(get_cache(str(cache_path)), notebook)
+        _, executed = get_cache(str(cache_path)).merge_match_into_notebook(notebook)
     except KeyError:
         raise LearnerError(
             f"{source.name} has changed since the book was built (no matching execution "
             "in the cache): run `make book` first"
         ) from None
-
-
-def execution_id(source: Path, cache_path: Path) -> str:
-    """Which execution of the chapter the cache holds: its record and when it ran. A new run
-    of the same code (another cache, a cleared one) is a new record."""
-    record = _from_cache(source, cache_path, lambda cache, nb: cache.match_cache_notebook(nb))
-    return f"{record.pk}:{record.hashkey}:{record.created.isoformat()}"
-
-
-def glue_outputs(source: Path, cache_path: Path) -> dict[str, dict]:
-    """The glued values of one chapter, from the book build's execution cache."""
-    from myst_nb.ext.glue import extract_glue_data_cell
-
-    _, executed = _from_cache(
-        source, cache_path, lambda cache, nb: cache.merge_match_into_notebook(nb)
-    )
     values = {}
     for cell in executed.cells:
         if cell.cell_type == "code":
@@ -641,15 +638,19 @@ def _sha256(*parts: str | bytes) -> str:
     return digest.hexdigest()
 
 
-def _converter_key(root: Path, inventory: Path, edition: str, url: str, language: str) -> str:
+def _converter_key(
+    root: Path, inventory: Path, cache_path: Path, edition: str, url: str, language: str
+) -> str:
     """What every learner notebook of an edition depends on besides its chapter: the links
     (``objects.inv``), the bibliography, the edition, language and address, and the code that
-    converts (this module, the translation of the text, and the packages they call)."""
+    converts (this module, the translation of the text, and the packages they call; the
+    execution cache's, which matches a chapter to its execution)."""
     here = Path(__file__).parent
-    packages = ("myst-nb", "nbformat", "pybtex", "sphinx", "docutils", "babel")
+    packages = ("myst-nb", "jupyter-cache", "nbformat", "pybtex", "sphinx", "docutils", "babel")
     versions = [importlib.metadata.version(package) for package in packages]
     return _sha256(
         inventory.read_bytes(),
+        cache_records(cache_path),  # with the chapter's source: its glued values
         (root / "references.bib").read_bytes(),
         edition,
         url,
@@ -684,7 +685,7 @@ def write_learner_notebooks(
         raise LearnerError(f"no built book at {html_dir}: run `make book` first")
     cache_path = cache_path or root / "_build" / ".jupyter_cache"
     url = url or base_url(root, language)
-    common = _converter_key(root, inventory, edition, url, language)
+    common = _converter_key(root, inventory, cache_path, edition, url, language)
     kept = json.loads(keys.read_text(encoding="utf-8")) if keys and keys.is_file() else {}
     links = bibliography = None  # read when a notebook has to be written
     written = []
@@ -696,7 +697,6 @@ def write_learner_notebooks(
             common,
             docname,
             source.read_bytes(),
-            execution_id(source, cache_path),  # the glued values
             catalog.read_bytes() if catalog else b"",
         )
         last = kept.get(str(target.resolve()), {})
