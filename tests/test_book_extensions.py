@@ -12,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 
 import answers  # noqa: E402
+import chinese  # noqa: E402
 import editions  # noqa: E402
 import learner  # noqa: E402
 import offline_web  # noqa: E402
@@ -443,3 +444,25 @@ def test_chapters_execute_side_by_side_into_myst_nbs_cache(tmp_path, monkeypatch
     assert cache.match_cache_notebook(starts)
     with pytest.raises(KeyError):
         cache.match_cache_notebook(fails)
+
+
+def test_a_translated_paragraph_belongs_to_its_page_not_to_the_translation():
+    """Sphinx parses a translation as a document of its own, whose settings hold the build
+    environment; a page pickled with a node still pointing there would carry all of it."""
+    import pickle
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    page = new_document("book/intro.md")
+    translation = new_document("book/intro.md:3:<translated>")
+    translation.settings.env = "the whole build environment"
+    emphasis = nodes.emphasis("", "", nodes.Text("一次一个问题"))
+    emphasis.document = translation
+    paragraph = nodes.paragraph("", "", emphasis)
+    paragraph.document = translation
+    page += paragraph  # moved into the page, as Sphinx's Locale transform moves it
+    assert emphasis.document is translation
+    chinese.own_translated_nodes(None, page)
+    assert all(node.document is page for node in page.findall())
+    assert b"the whole build environment" not in pickle.dumps(page)

@@ -37,3 +37,38 @@ def test_pages_are_redrawn_when_the_drawing_code_changes():
 def test_the_book_loads_the_extension():
     config = (Path(__file__).resolve().parents[1] / "_config.yml").read_text()
     assert "book_diagrams: book/_ext" in config
+
+
+def test_a_kept_drawing_is_reused_until_its_key_changes(tmp_path, monkeypatch):
+    drawn = book_diagrams.cached_diagram_html(tmp_path, "multihead", False, "")
+    assert drawn == book_diagrams.diagram_html("multihead")
+    calls = []
+
+    def draw(*args):
+        calls.append(args)
+        return "<svg>redrawn</svg>"
+
+    monkeypatch.setattr(book_diagrams, "diagram_html", draw)
+    assert book_diagrams.cached_diagram_html(tmp_path, "multihead", False, "") == drawn
+    assert calls == []
+    # Another caption is another drawing; a changed library (another key) redraws.
+    assert book_diagrams.cached_diagram_html(tmp_path, "multihead", False, "A caption") == (
+        "<svg>redrawn</svg>"
+    )
+    monkeypatch.setattr(book_diagrams, "drawing_key", lambda *args: "the library changed")
+    assert book_diagrams.cached_diagram_html(tmp_path, "multihead", False, "") == (
+        "<svg>redrawn</svg>"
+    )
+    assert len(calls) == 2
+    assert len(list(tmp_path.iterdir())) == 2  # one file per directive, replaced in place
+
+
+def test_the_key_follows_every_library_file(tmp_path, monkeypatch):
+    library = tmp_path / "tutorial_lib"
+    (library / "labs").mkdir(parents=True)
+    (library / "__init__.py").write_text("")
+    (library / "labs" / "norms.py").write_text("EPS = 1e-5\n")
+    monkeypatch.setattr(book_diagrams, "_library", lambda: library)
+    before = book_diagrams.drawing_key("transformer", True, "")
+    (library / "labs" / "norms.py").write_text("EPS = 1e-6\n")
+    assert book_diagrams.drawing_key("transformer", True, "") != before

@@ -373,3 +373,68 @@ def test_unknown_directives_and_roles_stop_the_conversion():
 
 def test_the_book_address_comes_from_the_config():
     assert ln.base_url(ROOT).startswith("https://")
+
+
+# -- writing the notebooks of a build --------------------------------------------------------
+
+
+def small_book(tmp_path, monkeypatch):
+    """A book of one chapter; what its build would give (the links, the glued values, the
+    records of the execution cache) is faked, the records in ``execution``."""
+    root = tmp_path / "root"
+    (root / "book").mkdir(parents=True)
+    chapter = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# Q1 · Title\n\nThe value is {glue:text}`n:,`."),
+            nbformat.v4.new_code_cell("n = 1048576"),
+        ]
+    )
+    nbformat.write(chapter, root / "book" / "q1.ipynb")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/q1\n")
+    (root / "references.bib").write_bytes((ROOT / "references.bib").read_bytes())
+    html = tmp_path / "html"
+    html.mkdir()
+    (html / "objects.inv").write_bytes(b"the links of one build")
+    execution = {"id": "1:hash:2026-01-01T00:00:00"}
+    links = converter().links
+    monkeypatch.setattr(ln.Links, "from_inventory", classmethod(lambda cls, path: links))
+    monkeypatch.setattr(ln, "cache_records", lambda cache: execution["id"])
+    monkeypatch.setattr(ln, "glue_outputs", lambda source, cache: {"n": {"text/plain": "1048576"}})
+    return root, html, execution
+
+
+def test_a_notebook_is_converted_again_only_when_one_of_its_inputs_changed(tmp_path, monkeypatch):
+    root, html, execution = small_book(tmp_path, monkeypatch)
+    out, keys = tmp_path / "out", tmp_path / "keys.json"
+
+    def write(edition="student", folder=out, kept=keys):
+        return ln.write_learner_notebooks(
+            root, html, folder, edition, cache_path=tmp_path, url=BASE, keys=kept
+        )
+
+    [path] = write()
+    first = path.read_text()
+    assert "The value is 1,048,576." in first
+    [unkept] = write(folder=tmp_path / "without_keys", kept=None)
+    assert unkept.read_text() == first
+    converted = []
+    convert = ln.learner_notebook
+    monkeypatch.setattr(
+        ln, "learner_notebook", lambda *args: converted.append(args[1]) or convert(*args)
+    )
+    write()
+    assert converted == []  # nothing changed: the notebook is the one written before
+    execution["id"] = "2:hash:2026-01-02T00:00:00"  # the same code executed again
+    write()
+    (html / "objects.inv").write_bytes(b"the links of another build")
+    write()
+    path.write_text("changed by hand")
+    write()
+    path.unlink()
+    write()
+    write(edition="instructor")
+    assert converted == ["book/q1"] * 5
+    write(edition="instructor")
+    assert len(converted) == 5
+    write()  # back to the student edition: the key kept is the instructor's
+    assert len(converted) == 6 and path.read_text() == first

@@ -13,8 +13,18 @@ at build time from the code, never committed as a file::
 Arguments: ``transformer`` or ``multihead``. Options: ``chapters`` (tag each part with its
 chapter; the Transformer only) and ``caption``. A page using it is read again whenever
 the drawing code changes.
+
+Drawing runs the library's modules, so it imports PyTorch: three seconds of a rebuild after a
+prose edit to the page. The drawing is a pure function of the directive's arguments, the
+library's source and PyTorch's version, so the HTML is kept beside the doctrees under a key
+made of those, and drawn again only when one of them changes.
 """
 
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
 from pathlib import Path
 
 from docutils import nodes
@@ -36,18 +46,50 @@ def diagram_html(kind: str, chapters: bool = False, caption: str = "") -> str:
     return figure_html(svg, caption)
 
 
+def _library() -> Path:
+    """tutorial_lib's folder, found without importing it (its modules import PyTorch)."""
+    return Path(importlib.util.find_spec("tutorial_lib").submodule_search_locations[0])
+
+
 def drawing_sources() -> list[Path]:
     """The library files a diagram depends on: a change to any of them redraws the page."""
-    import tutorial_lib.attention
-    import tutorial_lib.figures.diagrams
-    import tutorial_lib.model
-
-    package = Path(tutorial_lib.figures.diagrams.__file__).parent
+    library = _library()
     return [
-        *sorted(package.glob("*.py")),
-        Path(tutorial_lib.model.__file__),
-        Path(tutorial_lib.attention.__file__),
+        *sorted((library / "figures" / "diagrams").glob("*.py")),
+        library / "model.py",
+        library / "attention.py",
     ]
+
+
+def drawing_key(kind: str, chapters: bool, caption: str) -> str:
+    """What the drawn HTML depends on: the arguments, every source file of the library (the
+    drawing runs its modules at probe sizes, not only the files above) and PyTorch's version."""
+    digest = hashlib.sha256(json.dumps([kind, chapters, caption]).encode())
+    digest.update(importlib.metadata.version("torch").encode())
+    library = _library()
+    for path in sorted(library.rglob("*.py")):
+        digest.update(path.relative_to(library).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cached_diagram_html(folder: Path, kind: str, chapters: bool, caption: str) -> str:
+    """``diagram_html``, kept in ``folder``: one file per directive (kind, tags, caption),
+    replaced when its key changes, so the folder does not grow with the library's history."""
+    key = drawing_key(kind, chapters, caption)
+    name = hashlib.sha256(json.dumps([kind, chapters, caption]).encode()).hexdigest()[:16]
+    path = folder / f"{kind}-{name}.json"
+    if path.is_file():
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if kept["key"] == key:
+            return kept["html"]
+    html = diagram_html(kind, chapters, caption)
+    folder.mkdir(parents=True, exist_ok=True)
+    # Written whole, then renamed: a parallel reader of another page never sees half a file.
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps({"key": key, "html": html}), encoding="utf-8")
+    partial.replace(path)
+    return html
 
 
 class DiagramDirective(SphinxDirective):
@@ -57,7 +99,12 @@ class DiagramDirective(SphinxDirective):
     def run(self):
         kind = self.arguments[0].strip()
         try:
-            html = diagram_html(kind, "chapters" in self.options, self.options.get("caption", ""))
+            html = cached_diagram_html(
+                Path(self.env.doctreedir) / "diagrams",
+                kind,
+                "chapters" in self.options,
+                self.options.get("caption", ""),
+            )
         except ValueError as error:
             raise self.error(str(error)) from None
         for source in drawing_sources():

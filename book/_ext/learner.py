@@ -69,6 +69,8 @@ def write_learner_notebooks(app, exception):
             cache_path=root / app.config.nb_execution_cache_path,
             url=app.config.html_baseurl,
             language="zh" if (app.config.language or "en").startswith("zh") else "en",
+            # Beside the doctrees: what each notebook was last written from (see there).
+            keys=Path(app.doctreedir) / "learner_notebooks.json",
         )
     except learner_notebooks.LearnerError as error:
         raise ExtensionError(f"learner notebooks: {error}") from error

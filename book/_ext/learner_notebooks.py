@@ -29,6 +29,8 @@ know stops it with an error naming the chapter, so no raw syntax reaches a learn
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.metadata
 import json
 import re
 import sys
@@ -176,6 +178,18 @@ class Bibliography:
             re.sub(r"\\([.()\-!:])", r"\1", " ".join(e.text.render(Backend()).split("\n")))
             for e in Style().format_entries(entries)
         ]
+
+
+def cache_records(cache_path: Path) -> str:
+    """The executions the cache holds: each record's id, code hash and time. With a chapter's
+    source, they decide which execution its glued values come from (a new run of the same
+    code, in another cache or a cleared one, is a new record)."""
+    from jupyter_cache import get_cache
+
+    if not cache_path.is_dir():
+        raise LearnerError(f"no execution cache at {cache_path}: run `make book` first")
+    records = get_cache(str(cache_path)).list_cache_records()
+    return " ".join(sorted(f"{r.pk}:{r.hashkey}:{r.created.isoformat()}" for r in records))
 
 
 def glue_outputs(source: Path, cache_path: Path) -> dict[str, dict]:
@@ -598,14 +612,53 @@ def base_url(root: Path, language: str = "en") -> str:
     return url if language == "en" else url.rstrip("/") + f"/{translations.SITE_FOLDER}/"
 
 
-def chapter_messages(root: Path, docname: str) -> dict[str, str]:
-    """The translated messages of one chapter's committed catalog (none fuzzy)."""
+def translations_catalog(root: Path, docname: str) -> Path:
+    """The committed catalog that translates one chapter."""
     import translations
 
     path = translations.catalog_paths(root).get(docname)
     if path is None:
         raise LearnerError(f"no catalog for {docname}: run `make pot`")
+    return path
+
+
+def chapter_messages(root: Path, docname: str) -> dict[str, str]:
+    """The translated messages of one chapter's committed catalog (none fuzzy)."""
+    import translations
+
+    path = translations_catalog(root, docname)
     return {m.id: m.string for m in translations.read_po(path) if translations.translated(m)}
+
+
+def _sha256(*parts: str | bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        part = part.encode() if isinstance(part, str) else part
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return digest.hexdigest()
+
+
+def _converter_key(
+    root: Path, inventory: Path, cache_path: Path, edition: str, url: str, language: str
+) -> str:
+    """What every learner notebook of an edition depends on besides its chapter: the links
+    (``objects.inv``), the bibliography, the edition, language and address, and the code that
+    converts (this module, the translation of the text, and the packages they call; the
+    execution cache's, which matches a chapter to its execution)."""
+    here = Path(__file__).parent
+    packages = ("myst-nb", "jupyter-cache", "nbformat", "pybtex", "sphinx", "docutils", "babel")
+    versions = [importlib.metadata.version(package) for package in packages]
+    return _sha256(
+        inventory.read_bytes(),
+        cache_records(cache_path),  # with the chapter's source: its glued values
+        (root / "references.bib").read_bytes(),
+        edition,
+        url,
+        language,
+        (here / "learner_notebooks.py").read_bytes(),
+        (here / "translations.py").read_bytes(),
+        *versions,
+    )
 
 
 def write_learner_notebooks(
@@ -616,22 +669,49 @@ def write_learner_notebooks(
     cache_path: Path | None = None,
     url: str | None = None,
     language: str = "en",
+    keys: Path | None = None,
 ) -> list[Path]:
     """Write the learner notebook of every chapter into ``out_dir``; return their paths.
 
     ``language`` "zh": the Chinese notebooks, their text translated by the committed catalogs
-    (``html_dir`` is then the Chinese edition's site, whose pages the links lead to)."""
+    (``html_dir`` is then the Chinese edition's site, whose pages the links lead to).
+
+    ``keys``: a JSON file that keeps, for each notebook written, the key of its inputs and a
+    hash of the file. A notebook whose inputs have the key kept, and whose file is the one
+    written then, is left as it is: converting every chapter again took most of a rebuild
+    after a prose edit, and gave the same bytes."""
     inventory = html_dir / "objects.inv"
     if not inventory.is_file():
         raise LearnerError(f"no built book at {html_dir}: run `make book` first")
-    links = Links.from_inventory(inventory)
-    bibliography = Bibliography(root / "references.bib")
     cache_path = cache_path or root / "_build" / ".jupyter_cache"
+    url = url or base_url(root, language)
+    common = _converter_key(root, inventory, cache_path, edition, url, language)
+    kept = json.loads(keys.read_text(encoding="utf-8")) if keys and keys.is_file() else {}
+    links = bibliography = None  # read when a notebook has to be written
     written = []
     out_dir.mkdir(parents=True, exist_ok=True)
     for docname, source in chapters(root):
+        target = out_dir / source.name
+        catalog = translations_catalog(root, docname) if language == "zh" else None
+        key = _sha256(
+            common,
+            docname,
+            source.read_bytes(),
+            catalog.read_bytes() if catalog else b"",
+        )
+        last = kept.get(str(target.resolve()), {})
+        if (
+            last.get("key") == key
+            and target.is_file()
+            and _sha256(target.read_bytes()) == last.get("file")
+        ):
+            written.append(target)
+            continue
+        if links is None:
+            links = Links.from_inventory(inventory)
+            bibliography = Bibliography(root / "references.bib")
         converter = Converter(
-            base_url=url or base_url(root, language),
+            base_url=url,
             links=links,
             bibliography=bibliography,
             glue=glue_renderer(glue_outputs(source, cache_path)),
@@ -639,9 +719,12 @@ def write_learner_notebooks(
             language=language,
         )
         messages = chapter_messages(root, docname) if language == "zh" else None
-        target = out_dir / source.name
         target.write_text(dumps(learner_notebook(source, docname, converter, messages)))
+        kept[str(target.resolve())] = {"key": key, "file": _sha256(target.read_bytes())}
         written.append(target)
+    if keys:
+        keys.parent.mkdir(parents=True, exist_ok=True)
+        keys.write_text(json.dumps(kept, indent=1, sort_keys=True), encoding="utf-8")
     return written
 
 

@@ -84,6 +84,12 @@ def _built_pages(outdir: Path):
     ]
 
 
+# An icon class, as r"\bfa-[a-z0-9-]+" finds it, but written to start with its letters: the
+# regex engine then jumps from one "fa-" to the next instead of trying every position of the
+# pages' 4 MB (twenty times faster). The lookbehind is the word boundary.
+ICON_CLASS = re.compile(r"fa-(?<!\wfa-)[a-z0-9-]+")
+
+
 def _icon_codepoints(outdir: Path, theme_css: str) -> set[int]:
     """Private-use codepoints the site uses: icon classes in pages and scripts, CSS icons."""
     icon = {}
@@ -102,7 +108,7 @@ def _icon_codepoints(outdir: Path, theme_css: str) -> set[int]:
     # The scripts pages load may add icons of their own (the theme's, the launch buttons').
     texts += [p.read_text(encoding="utf-8", errors="ignore") for p in scripts if p.is_file()]
     for text in texts:
-        used |= {icon[name] for name in re.findall(r"\b(fa-[a-z0-9-]+)", text) if name in icon}
+        used |= {icon[name] for name in ICON_CLASS.findall(text) if name in icon}
     # Icons CSS draws itself (admonition titles, toggles): PUA characters outside icon classes.
     for css in (outdir / "_static").rglob("*.css"):
         text = css.read_text(encoding="utf-8", errors="ignore")
@@ -164,17 +170,15 @@ def _ranges(spec: str) -> list[tuple[int, int]]:
 # or symbols: those stay with the system fonts, so English text keeps its own quotes.
 CJK_RANGES = [(0x2E80, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF),
               (0x20000, 0x3FFFF)]  # fmt: skip
+CJK_CHARACTER = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_RANGES) + "]")
 
 
 def _page_characters(outdir: Path) -> dict[str, set[int]]:
     """The CJK characters of each built page: what the book's Chinese font must cover."""
     found = {}
     for page in _built_pages(outdir):
-        text = set(page.read_text(encoding="utf-8", errors="ignore"))
-        chars = {ord(c) for c in text}
-        found[page.relative_to(outdir).as_posix()] = {
-            c for c in chars if any(lo <= c <= hi for lo, hi in CJK_RANGES)
-        }
+        text = page.read_text(encoding="utf-8", errors="ignore")
+        found[page.relative_to(outdir).as_posix()] = set(map(ord, CJK_CHARACTER.findall(text)))
     return found
 
 
