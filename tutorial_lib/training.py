@@ -78,7 +78,8 @@ def fit(
     member, each member's rate ramping on its own (``model.scale_update`` shrinks the steps of
     those below the largest rate). The model is left in eval mode.
     """
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
+    # fused: one kernel updates every tensor (the same Adam; a per-tensor loop costs more here)
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps, fused=True)
     schedule, per_member = None, not isinstance(warmup, int)
     if warmup and not per_member:
         schedule = torch.optim.lr_scheduler.LambdaLR(
