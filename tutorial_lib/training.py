@@ -78,8 +78,10 @@ def fit(
     member, each member's rate ramping on its own (``model.scale_update`` shrinks the steps of
     those below the largest rate). The model is left in eval mode.
     """
-    # fused: one kernel updates every tensor (the same Adam; a per-tensor loop costs more here)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps, fused=True)
+    # fused: one kernel updates every tensor (the same Adam; a per-tensor loop costs more here).
+    # PyTorch has it on the CPU from 2.4; the package allows 2.1, which would refuse it.
+    fused = torch.__version__ >= (2, 4)
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps, fused=fused)
     schedule, per_member = None, not isinstance(warmup, int)
     if warmup and not per_member:
         schedule = torch.optim.lr_scheduler.LambdaLR(
