@@ -48,7 +48,10 @@ def diagram_html(kind: str, chapters: bool = False, caption: str = "") -> str:
 
 def _library() -> Path:
     """tutorial_lib's folder, found without importing it (its modules import PyTorch)."""
-    return Path(importlib.util.find_spec("tutorial_lib").submodule_search_locations[0])
+    spec = importlib.util.find_spec("tutorial_lib")
+    if spec is None:  # else an AttributeError on None, which names neither the cause nor the fix
+        raise RuntimeError("tutorial_lib is not installed in this environment: run `make setup`")
+    return Path(spec.submodule_search_locations[0])
 
 
 def drawing_sources() -> list[Path]:
