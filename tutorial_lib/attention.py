@@ -66,10 +66,11 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     if mask is not None:
         require_mask(mask, scores.shape)
         any_allowed = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
-        # Rows with nothing allowed get finite scores, so softmax stays NaN-free; zeroed below.
-        scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_allowed, 0.0)
+        # Rows with nothing allowed keep their finite scores, so softmax stays NaN-free; they are
+        # zeroed below. (Worked out on the small mask: one pass over the scores, not two.)
+        scores = scores.masked_fill(~mask & any_allowed, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
-    return weights if mask is None else weights * any_allowed
+    return weights if mask is None else torch.where(any_allowed, weights, 0.0)
 
 
 def scaled_dot_product_attention(
