@@ -9,10 +9,9 @@ GRADING_STAMP := $(VENV)/.grading-done
 WEB_STAMP := webassets/.web-done
 HTML := _build/html
 PORT ?= 8000
-# One BLAS thread per process, as this comment always said (the value was 2): the book's
-# chapters execute two at a time on two cores and `make test` runs several builds side by side,
-# so a second thread only waits for a core. A clean build took 180 s with one and 190 s with two,
-# with 7 % less CPU time; the robustness build has always used one.
+# One BLAS thread per process: the chapters execute two at a time on two cores and `make test`
+# runs several builds side by side, so a second thread only waits for a core (three clean builds
+# each way, interleaved: 180-196 s with one, 190-206 s with two, 4-7 % less CPU with one).
 export OMP_NUM_THREADS ?= 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 

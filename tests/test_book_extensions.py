@@ -141,6 +141,24 @@ def test_jupyterhub_button_only_for_a_named_hub(monkeypatch):
     assert buttons == {"colab_url": "https://colab", "jupyterhub_url": "https://hub.school.example"}
 
 
+def test_the_book_numbers_nothing_so_numfig_can_stay_off():
+    """editions.no_numbers turns numfig off: right only while no exercise is numbered and no
+    page refers to a number. A numbered exercise would lose its number without a warning."""
+    book = Path(__file__).resolve().parents[1] / "book"
+    sources = {p.name: p.read_text() for p in [*book.glob("*.ipynb"), *book.glob("*.md")]}
+    exercises = 0
+    for name, text in sources.items():
+        text = text.replace('\\n",\n    "', "\n")  # a notebook's source lines, joined
+        for directive in re.finditer(r"\{exercise\}[^\n]*\n((?::[^\n]*\n)*)", text):
+            exercises += 1
+            assert ":nonumber:" in directive.group(1), f"{name}: a numbered exercise"
+        assert "{numref}" not in text, f"{name} refers to a number"
+    assert exercises >= 40  # the book's exercises were read
+    config = SimpleNamespace(numfig=True)
+    editions.no_numbers(None, config)
+    assert config.numfig is False
+
+
 def test_student_edition_removes_gated_solutions_too():
     from docutils import nodes
     from docutils.utils import new_document
