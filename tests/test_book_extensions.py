@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 
 import answers  # noqa: E402
 import chinese  # noqa: E402
+import citations  # noqa: E402
 import editions  # noqa: E402
 import learner  # noqa: E402
 import offline_web  # noqa: E402
@@ -157,6 +158,30 @@ def test_the_book_numbers_nothing_so_numfig_can_stay_off():
     config = SimpleNamespace(numfig=True)
     editions.no_numbers(None, config)
     assert config.numfig is False
+
+
+def test_pybtex_searches_the_installed_plugins_once_per_question(monkeypatch):
+    import pybtex.plugin
+
+    searched = []
+
+    def search(*, group, name=None):
+        searched.append((group, name))
+        return original(group=group) if name is None else original(group=group, name=name)
+
+    original = pybtex.plugin.entry_points
+    monkeypatch.setattr(pybtex.plugin, "entry_points", search)
+    citations.setup(None)
+    styles = [pybtex.plugin.find_plugin("pybtex.style.formatting", "unsrt") for _ in range(3)]
+    labels = pybtex.plugin.find_plugin("pybtex.style.labels")  # the group's default
+    names = pybtex.plugin.enumerate_plugin_names("pybtex.style.formatting")
+
+    assert styles[0].__name__ == "Style" and styles[0] is styles[1] is styles[2]
+    assert labels.__module__ == "pybtex.style.labels.number" and "unsrt" in names
+    assert searched.count(("pybtex.style.formatting", "unsrt")) == 1
+    kept = pybtex.plugin.entry_points
+    citations.setup(None)  # a second build in the same process keeps the one cache
+    assert pybtex.plugin.entry_points is kept
 
 
 def test_student_edition_removes_gated_solutions_too():
@@ -484,3 +509,16 @@ def test_a_translated_paragraph_belongs_to_its_page_not_to_the_translation():
     chinese.own_translated_nodes(None, page)
     assert all(node.document is page for node in page.findall())
     assert b"the whole build environment" not in pickle.dumps(page)
+
+
+def test_the_chinese_search_keeps_short_stemmed_latin_words_whole_as_before(monkeypatch):
+    from sphinx.search.zh import SearchChinese
+
+    monkeypatch.setattr(SearchChinese, "latin_terms", [])
+    chinese.setup(SimpleNamespace(connect=lambda *args, **kwargs: None))
+    search = SearchChinese({})
+    search.split("注意力 abs ones")  # Latin words, remembered as such
+    # "abs" stems to "ab", too short: kept whole, because it was split as a Latin word.
+    assert search.stem("abs") == "abs" and search.stem("ones") == "one"
+    assert search.stem("ies") == "ie"  # never split as a Latin word: stemmed
+    assert isinstance(SearchChinese.latin_terms, chinese.LatinTerms)
