@@ -330,6 +330,19 @@ def test_fonts_are_cut_again_by_the_pages_that_use_each_character():
     assert max(sizes) <= offline_web.SLICE_CHARS and sum(sizes) == 100
 
 
+def test_a_font_cut_twice_is_the_same_bytes(tmp_path, monkeypatch):
+    import pydata_sphinx_theme
+
+    webfonts = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    source = webfonts / "static" / "vendor" / "fontawesome" / "webfonts" / "fa-solid-900.ttf"
+    first, second = tmp_path / "first.woff2", tmp_path / "second.woff2"
+    assert offline_web._subset(source, {0xF00C}, first)  # the check mark
+    # A save stamps the font's head table with the time, unless told to keep the source's.
+    monkeypatch.setattr("fontTools.ttLib.tables._h_e_a_d.timestampNow", lambda: 2**31)
+    assert offline_web._subset(source, {0xF00C}, second)  # "a day later"
+    assert first.read_bytes() == second.read_bytes()
+
+
 def test_unused_icon_rules_leave_the_theme_stylesheet(tmp_path):
     styles = tmp_path / "_static" / "styles"
     styles.mkdir(parents=True)

@@ -123,7 +123,8 @@ def _subset(source: Path, codepoints: set[int], target: Path) -> bool:
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
-    font = TTFont(source)
+    # The source's own date, not today's: two builds of the same pages give the same bytes.
+    font = TTFont(source, recalcTimestamp=False)
     present = codepoints & set(font.getBestCmap())
     if not present:
         return False
