@@ -50,7 +50,7 @@ def search_words(app, config):
 class LatinTerms(set):
     """Sphinx 7's Chinese search index keeps every Latin word it has split, repeats included,
     in one list, and looks each word up in that list before stemming it: time that grows with
-    the square of the book's English words, about 15 s of the Chinese edition's build. A set
+    the square of the book's English words, about 20 s of the Chinese edition's build. A set
     answers the same question (was the word split as Latin?) at once; the index is the same."""
 
     def extend(self, words):

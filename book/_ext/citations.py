@@ -4,7 +4,7 @@ Every ``{footcite}`` makes sphinxcontrib-bibtex build a pybtex style, and every 
 ``pybtex.plugin`` for its plugins (names, labels, sorting, templates). pybtex 0.26 answers each
 question by listing the entry points of every installed distribution, about 20 ms with the
 book's environment (PyTorch, Jupyter, Sphinx). The book cites about 220 times, so a build spent
-around 900 such searches, a third of reading the book's pages. The installed distributions do
+around 900 such searches, two fifths of reading the book's pages. The installed distributions do
 not change during a build, so the answer to (group, name) is kept; plugins registered at run
 time are still looked up first, by pybtex itself, exactly as before.
 """

@@ -84,7 +84,7 @@ def translate_markdown(source: str, messages: dict[str, str]) -> str:
     breaks as spaces; in the cell they may be line breaks and indentation. Longer messages go
     first, so a short one never replaces part of a longer one. A message can match only where
     each of its words stands in the cell as written, so most of a page's messages are skipped
-    before a pattern is made (8 s of the Chinese build went to patterns that could not match)."""
+    before a pattern is made (10 s of the Chinese build went to patterns that could not match)."""
     for message in sorted(messages, key=len, reverse=True):
         words = message.split()
         if not words or not all(word in source for word in words):
