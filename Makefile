@@ -198,6 +198,9 @@ test-seeds: setup web
 	    grep -E "WARNING|rror" _build/seed$$s.log | grep -v "over TCP" | head -40; fi; \
 	done; exit $$status
 
+# The built-book tests that load English pages in Chromium (one process; the rest in another).
+BROWSED_EN := tests/built/test_browser.py tests/built/test_readability.py
+
 # The slow parts share nothing, and each keeps about one core busy (the chapters train
 # tiny models on one thread), so they run side by side; each one's output comes when it ends.
 # Grading stays out of them: side by side with the builds, right submissions ran past the test's
@@ -216,7 +219,6 @@ test:
 	$(BIN)/pytest -q -p no:xdist $(BROWSED_EN); en=$$?; \
 	wait $$rest; rest=$$?; echo "tests/built, the rest:"; cat _build/test-built-rest.log; \
 	test $$en = 0 && test $$rest = 0
-BROWSED_EN := tests/built/test_browser.py tests/built/test_readability.py
 
 bench: setup web
 	$(PY) benchmarks/run.py
