@@ -10,8 +10,10 @@ from tutorial_lib.labs.extrapolation import IGNORE
 from tutorial_lib.labs.long_context import (
     CHAPTER_METHODS,
     FILLERS,
+    TASKS,
     LongContextConfig,
     Reader,
+    _batch,
     finetune_readers,
     needle_batch,
     rotation_for,
@@ -19,6 +21,7 @@ from tutorial_lib.labs.long_context import (
 )
 from tutorial_lib.labs.long_context_reading import (
     _answer_key,
+    _read,
     attention_by_distance,
     long_context_experiment,
     pair_leads,
@@ -60,6 +63,31 @@ def test_many_rotations_in_one_pass_equal_one_at_a_time_and_leave_the_model_as_i
     reader.attention.attention.rotation = RoPE()
     reader(tokens, rotations)
     assert isinstance(reader.attention.attention.rotation, RoPE)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_reading_statistics_follow_their_definitions(task):
+    """One head and one query at a time: the head with most weight on the answer's key (focus),
+    its weight on keys L or more back (far) and its entropy, means over the scored queries."""
+    cfg, reader = LongContextConfig(**TINY), model(seed=3)
+    L, T, Q = cfg.train_len, 3 * cfg.train_len, cfg.queries
+    tokens, target = _batch(task, 5, T, torch.Generator().manual_seed(4), cfg)
+    at = _answer_key(task, tokens, target, cfg)  # (n, Q)
+    rotations = [RoPE(), ScaledRoPE("yarn", 16, 3.0)]
+    with torch.no_grad():
+        stats = _read(reader, tokens, target, at, rotations, L)  # (R, 5)
+        logits, weights = reader(tokens, rotations)  # (R, n, Q, V), (R, n, H, Q, T)
+    scored = [(i, q) for i in range(5) for q in range(Q) if target[i, q] != IGNORE]
+    for r in range(len(rotations)):
+        w = weights[r]  # (n, H, Q, T)
+        focus = [sum(w[i, h, q, at[i, q]] for i, q in scored) / len(scored) for h in range(2)]
+        h = max(range(2), key=lambda h: focus[h])
+        far = sum(w[i, h, q, : T - Q + q - L + 1].sum() for i, q in scored) / len(scored)
+        entropy = sum(-sum(p * math.log(p) for p in w[i, h, q].tolist() if p > 0)
+                      for i, q in scored) / len(scored)  # fmt: skip
+        right = sum(int(logits[r, i, q].argmax() == target[i, q]) for i, q in scored)
+        expected = torch.tensor([right, len(scored), focus[h], far, entropy], dtype=stats.dtype)
+        torch.testing.assert_close(stats[r], expected)
 
 
 def test_the_needle_sits_before_the_read_positions_and_is_the_answer_after_it():

@@ -43,24 +43,25 @@ def _read(model: Reader, tokens: Tensor, target: Tensor, targets_at: Tensor, rot
     """Per rotation: (right, scored), then for the head that puts most weight on the key the
     answer is in: that weight, its weight on keys L or more back, its entropy (nats). (R, 5)"""
     logits, weights = model(tokens, rotations)  # (R, n, Q, V), (R, n, H, Q, T)
+    R, n, H, Q, T = weights.shape
     scored = target != IGNORE  # (n, Q)
     right = ((logits.argmax(-1) == target) & scored).sum(dim=(1, 2))  # (R,)
-    index = targets_at[None, :, None, :, None].expand(*weights.shape[:-1], 1)
-    on_target = weights.gather(-1, index)[..., 0]  # (R, n, H, Q)
-    entropy = -(weights * weights.clamp_min(1e-30).log()).sum(-1)  # (R, n, H, Q)
-    T, Q = weights.shape[-1], weights.shape[-2]
-    far_keys = torch.arange(T) <= torch.arange(T - Q, T)[:, None] - L  # (Q, T): L or more back
-    far = (weights * far_keys).sum(-1)  # (R, n, H, Q)
     rows = scored[None, :, None, :].to(weights.dtype)  # only queries with an answer
-    per_head = (on_target * rows).sum(dim=(1, 3)) / rows.sum(dim=(1, 3))  # (R, H)
-    best = per_head.argmax(-1, keepdim=True)  # (R, 1)
 
-    def best_head(values):  # (R, n, H, Q) -> (R,): the best head's mean over scored queries
-        return ((values * rows).sum(dim=(1, 3)) / rows.sum(dim=(1, 3))).gather(-1, best)[:, 0]
+    def mean_over_queries(values):  # (R, n, H', Q) -> (R, H'): over the scored queries
+        return (values * rows).sum(dim=(1, 3)) / rows.sum(dim=(1, 3))
 
+    index = targets_at[None, :, None, :, None].expand(R, n, H, Q, 1)
+    focus = mean_over_queries(weights.gather(-1, index)[..., 0])  # (R, H)
+    best = focus.argmax(-1)  # (R,): the head that puts most weight on the answer's key
+    w = weights.transpose(1, 2)[torch.arange(R), best][:, :, None]  # (R, n, 1, Q, T): its weights
+    entropy = -(w * w.clamp_min(1e-30).log()).sum(-1)  # (R, n, 1, Q)
+    # Query q sits at T - Q + q: the keys L or more back are the first T - Q + q - L + 1.
+    far = torch.stack([w[..., q, : max(T - Q + q - L + 1, 0)].sum(-1) for q in range(Q)], -1)
     count = scored.sum().expand_as(right).to(weights.dtype)
-    return torch.stack([right.to(weights.dtype), count, best_head(on_target), best_head(far),
-                        best_head(entropy)], dim=-1)  # fmt: skip
+    return torch.stack([right.to(weights.dtype), count, focus.gather(-1, best[:, None])[:, 0],
+                        mean_over_queries(far)[:, 0], mean_over_queries(entropy)[:, 0]],
+                       dim=-1)  # fmt: skip
 
 
 def read_at_lengths(models: list[Reader], methods, cfg: LongContextConfig, scale_of=None):
