@@ -490,9 +490,19 @@ def test_chapters_execute_side_by_side_into_myst_nbs_cache(tmp_path, monkeypatch
         nb_execution_mode="cache", nb_execution_cache_path=str(cache_dir),
         nb_execution_timeout=60, nb_execution_allow_errors=False,
     )  # fmt: skip
-    env = SimpleNamespace(doc2path=lambda name: str(tmp_path / f"{name}.ipynb"))
+    (tmp_path / "page.md").write_text("# A page that executes nothing\n")
+    suffix = {"page": ".md"}
+    env = SimpleNamespace(
+        doc2path=lambda name: str(tmp_path / f"{name}{suffix.get(name, '.ipynb')}")
+    )
     monkeypatch.setenv("BOOK_EXECUTE_JOBS", "3")
-    execute_ahead.execute_ahead(SimpleNamespace(config=config), env, ["waits", "starts", "fails"])
+    app, docnames = SimpleNamespace(config=config), ["fails", "page", "starts", "waits"]
+    execute_ahead.execute_ahead(app, env, docnames)
+    # Sphinx reads in the list's order: the page that waits for nothing first.
+    assert docnames[0] == "page" and sorted(docnames[1:]) == ["fails", "starts", "waits"]
+    for name in docnames:  # as Sphinx reads each: a chapter is waited for, then cached
+        execute_ahead.cache_when_done(app, name, None)
+    assert not app.execute_ahead_running
 
     cache = get_cache(str(cache_dir))
     _, executed = cache.merge_match_into_notebook(waits)

@@ -7,6 +7,8 @@ that is about to be read and is not cached yet, as many at once as there are cor
 as MyST-NB would (the same notebook, folder, timeout and error rule, the same
 ``single_nb_execution``) and caches each into the same execution cache. MyST-NB's read then
 finds it there; nothing executes twice and the road from chapter to page stays one road.
+Sphinx reads while they run: the pages that execute nothing first, then each chapter once its
+run has finished, in the order they started (reading waits for it at ``source-read``).
 
 A chapter that fails here is not cached: MyST-NB executes it again when it reads it, and
 reports the error with its traceback as it always does. ``BOOK_EXECUTE_JOBS`` sets how many
@@ -75,18 +77,35 @@ def execute_ahead(app, env, docnames):
         )
 
     # Threads suffice: each notebook runs in its own kernel process; a thread only waits on it.
-    with ThreadPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
-        for (path, notebook), result in zip(todo, pool.map(run, todo), strict=True):
-            if result.err is not None:
-                logger.info("execute_ahead: %s failed; MyST-NB will run it and report", path.name)
-                continue
-            cache.add_nb_to_project(str(path))
-            bundle = CacheBundleIn(notebook, str(path), data={"execution_seconds": result.time})
-            cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
-            logger.info("execute_ahead: %s in %.1f s", path.name, result.time)
+    pool = ThreadPoolExecutor(max_workers=min(jobs, len(todo)))
+    names = {path: name for name, path in zip(docnames, paths, strict=True)}
+    running = {names[item[0]]: (*item, pool.submit(run, item)) for item in todo}
+    pool.shutdown(wait=False)  # what was submitted runs on; nothing more will be
+    app.execute_ahead_running = running  # on the app: the environment is pickled after reading
+    # Sphinx reads in this list's order (the event may reorder it): pages that wait for nothing
+    # first, then the chapters in the order they started, which is about the order they finish.
+    docnames[:] = [name for name in docnames if name not in running] + list(running)
+
+
+def cache_when_done(app, docname, source):
+    """Before Sphinx reads a chapter that is running: wait for it, and cache it if it ran."""
+    running = getattr(app, "execute_ahead_running", {})
+    if docname not in running:
+        return
+    path, notebook, future = running.pop(docname)
+    result = future.result()
+    if result.err is not None:
+        logger.info("execute_ahead: %s failed; MyST-NB will run it and report", path.name)
+        return
+    cache = get_cache(app.config.nb_execution_cache_path or ".jupyter_cache")
+    cache.add_nb_to_project(str(path))
+    bundle = CacheBundleIn(notebook, str(path), data={"execution_seconds": result.time})
+    cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
+    logger.info("execute_ahead: %s in %.1f s", path.name, result.time)
 
 
 def setup(app):
     # After seeded_cache has chosen the execution cache (config-inited).
     app.connect("env-before-read-docs", execute_ahead)
+    app.connect("source-read", cache_when_done)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
