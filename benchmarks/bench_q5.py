@@ -23,7 +23,7 @@ def trained_model():
 
 
 def bench_q5_reverse_time_to_100() -> list[Result]:
-    """Reverse, length 8, 10 symbols, one model at a time (``train``, batch 64): seconds until
+    """Reverse, length 8, 10 symbols, one model at a time (``train``, batch 32): seconds until
     greedy decoding gets 1,000 held-out sequences all exactly right (evaluation included)."""
     seconds, steps = [], []
     with one_thread():
