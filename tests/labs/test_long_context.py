@@ -80,8 +80,9 @@ def test_the_reading_statistics_follow_their_definitions(task):
     scored = [(i, q) for i in range(5) for q in range(Q) if target[i, q] != IGNORE]
     for r in range(len(rotations)):
         w = weights[r]  # (n, H, Q, T)
-        focus = [sum(w[i, h, q, at[i, q]] for i, q in scored) / len(scored) for h in range(2)]
-        h = max(range(2), key=lambda h: focus[h])
+        heads = range(w.shape[1])
+        focus = [sum(w[i, h, q, at[i, q]] for i, q in scored) / len(scored) for h in heads]
+        h = max(heads, key=lambda h: focus[h])
         far = sum(w[i, h, q, : T - Q + q - L + 1].sum() for i, q in scored) / len(scored)
         entropy = sum(-sum(p * math.log(p) for p in w[i, h, q].tolist() if p > 0)
                       for i, q in scored) / len(scored)  # fmt: skip

@@ -46,9 +46,8 @@ def train_reverse(seed: int = 0, **train_kwargs) -> tuple[Transformer, TrainResu
     to :func:`.train`."""
     seeds.manual_seed("reverse", seed)
     model = Transformer(chapter_config())
-    options = {"length": LENGTH, "n_symbols": N_SYMBOLS, "batch_size": 32, "lr": 5e-3}
-    options |= {"seed": seed} | train_kwargs
-    return model, train(model, "reverse", **options)
+    options = dict(length=LENGTH, n_symbols=N_SYMBOLS, batch_size=32, lr=5e-3, seed=seed)
+    return model, train(model, "reverse", **options | train_kwargs)
 
 
 def smoothed_loss_floor(epsilon: float, V: int) -> tuple[float, float]:
