@@ -243,6 +243,8 @@ def update_catalogs(root: Path = ROOT) -> None:
             for text in figure_text.chapter_strings(root / f"{domain}.ipynb", cache):
                 if text not in template:
                     template.add(text, auto_comments=[figure_text.COMMENT])
+                elif figure_text.COMMENT not in template[text].auto_comments:
+                    template[text].auto_comments.append(figure_text.COMMENT)  # drawn and written
     for message in list(templates[ANSWERS]):
         if message.id and message.id in chapter_ids:
             del templates[ANSWERS][message.id]
@@ -258,6 +260,20 @@ def update_catalogs(root: Path = ROOT) -> None:
         ],
         check=True,
     )  # fmt: skip
+    # sphinx-intl leaves a catalog whose ids did not change as it was, comments included: a text
+    # written in prose and also drawn (a table's "method") needs the figure mark there too,
+    # since the Chinese build translates drawn text only from marked messages.
+    for domain, template in templates.items():
+        drawn = {m.id for m in template if figure_text.COMMENT in m.auto_comments}
+        path = root / CATALOGS / f"{domain}.po"
+        catalog = read_po(path) if drawn and path.is_file() else []
+        unmarked = [
+            m for m in catalog if m.id in drawn and figure_text.COMMENT not in m.auto_comments
+        ]
+        for message in unmarked:
+            message.auto_comments.append(figure_text.COMMENT)
+        if unmarked:
+            path.write_bytes(po_text(catalog))
 
 
 def main(argv: list[str] | None = None) -> int:
