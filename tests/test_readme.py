@@ -49,3 +49,10 @@ def test_readme_sends_instructors_to_the_page():
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## For instructors", 1)[1].split("\n## ", 1)[0]
     assert "(book/instructors.md)" in section and "book/instructors.html" in section
+
+
+def test_the_intro_lists_every_chapter():
+    """The landing page's chapter table is the first list a reader sees: none may be missing."""
+    intro = (ROOT / "book" / "intro.md").read_text()
+    listed = re.findall(r"^\| \{doc\}`Q\d+[a-z]? <(\w+)>` \|", intro, re.M)
+    assert listed == [path.stem for path in chapters()]
