@@ -545,3 +545,17 @@ def test_the_chinese_search_keeps_short_stemmed_latin_words_whole_as_before(monk
     assert search.stem("abs") == "abs" and search.stem("ones") == "one"
     assert search.stem("ies") == "ie"  # never split as a Latin word: stemmed
     assert isinstance(SearchChinese.latin_terms, chinese.LatinTerms)
+
+
+def test_execute_ahead_says_why_a_chapter_failed():
+    import execute_ahead
+
+    traceback = (
+        "An error occurred while executing the following cell:\n------------------\n"
+        "assert x > 5\n------------------\n\n\x1b[0;31mAssertionError\x1b[0m  Traceback\n"
+        "Cell \x1b[0;32mIn[3], line 1\x1b[0m\n\x1b[0;32m----> 1\x1b[0m assert x > 5\n"
+    )
+    err = RuntimeError(traceback)
+    err.ename = "AssertionError"
+    assert execute_ahead.why(err) == "AssertionError at `assert x > 5`"
+    assert execute_ahead.why(TimeoutError("kernel did not start")) == "TimeoutError"

@@ -18,6 +18,7 @@ run at once (default: the cores this process may use; 1 turns the extension off)
 from __future__ import annotations
 
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,6 +88,15 @@ def execute_ahead(app, env, docnames):
     docnames[:] = [name for name in docnames if name not in running] + list(running)
 
 
+def why(err: BaseException) -> str:
+    """One line on a failed run: the error and, for a cell's, the line it stopped at. A run that
+    fails here and passes when MyST-NB runs it again is otherwise invisible in the log."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # the traceback, without its colours
+    stopped = re.findall(r"^\s*-+>\s*\d*\s(.*)$", text, re.M)  # IPython's arrow: "----> 1 code"
+    name = getattr(err, "ename", type(err).__name__)
+    return name + (f" at `{stopped[-1].strip()}`" if stopped else "")
+
+
 def cache_when_done(app, docname, source):
     """Before Sphinx reads a chapter that is running: wait for it, and cache it if it ran."""
     running = getattr(app, "execute_ahead_running", {})
@@ -95,7 +105,8 @@ def cache_when_done(app, docname, source):
     path, notebook, future = running.pop(docname)
     result = future.result()
     if result.err is not None:
-        logger.info("execute_ahead: %s failed; MyST-NB will run it and report", path.name)
+        logger.info("execute_ahead: %s failed (%s); MyST-NB will run it and report", path.name,
+                    why(result.err))  # fmt: skip
         return
     cache = get_cache(app.config.nb_execution_cache_path or ".jupyter_cache")
     cache.add_nb_to_project(str(path))
