@@ -251,5 +251,6 @@ def draw_position_influence(fig, maps: dict[str, Tensor]) -> None:
         ax.set_yticks(range(0, T, 2))
     np.atleast_1d(axes)[0].set_ylabel("output position t")
     bar = fig.colorbar(image, ax=axes, shrink=0.9, pad=0.02)
-    # The prime as a character: mathtext draws "'" from a font browsers lack (it showed as t⁰).
-    bar.set_label("$\\|\\partial y_t / \\partial x_{t\u2032}\\|$  (grey dot: exactly 0)")
+    # Plain text, not mathtext: mathtext splits a label into pieces, which the Chinese edition
+    # cannot translate (it replaces whole texts), and drew "'" from a font browsers lack.
+    bar.set_label("‖∂y/∂x‖  (grey dot: exactly 0)")
