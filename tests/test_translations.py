@@ -156,6 +156,41 @@ def test_figure_text_keeps_its_numbers_and_only_words_are_messages():
     assert done == '<svg><text x="1">得分（τ = 0.25）</text><style>.a{}</style><text>q</text></svg>'
 
 
+# "T = 16": a number named in a drawn text. Its place among the {n}s must not move.
+NAMED_NUMBER = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\s*=\s*$")
+
+
+def named_numbers(text: str) -> list[tuple[int, str]]:
+    """(i, name) for each i-th {n} of a drawn text written as `name = {n}`."""
+    before = text.split("{n}")[:-1]
+    return [(i, m.group(1)) for i, part in enumerate(before) if (m := NAMED_NUMBER.search(part))]
+
+
+def test_drawn_numbers_keep_their_names_in_translation():
+    """The build puts a drawn text's numbers back into its translation in their English order
+    (figure_text.fill), so a translation that reorders a clause moves the numbers, not their
+    names: Q3b's caption once read "queries past 64 at T = 16". Every `name = {n}` the
+    translation keeps (a symbol such as T or d_k; a word such as "peak" is translated) must be
+    the same {n}, by position, as in the English."""
+    moved = {}
+    for domain in CATALOGS:
+        for message in messages(domain):
+            if message.string and figure_text.COMMENT in message.auto_comments:
+                english, chinese = named_numbers(message.id), named_numbers(message.string)
+                kept = {name for _, name in english} & {name for _, name in chinese}
+                if [x for x in english if x[1] in kept] != [x for x in chinese if x[1] in kept]:
+                    moved[message.id] = message.string
+    assert not moved, f"numbers moved against their names: {moved}"
+
+
+def test_the_named_number_check_sees_a_reordered_clause():
+    english = "weight (T = {n}, then queries past {n} at T = {n})"
+    kept = "权重（先是 T = {n}，然后是位置 {n} 之后的查询，T = {n}）"
+    moved = "权重（T = {n}，然后是 T = {n} 时位置 {n} 之后的查询）"  # the caption's old translation
+    assert named_numbers(english) == named_numbers(kept) == [(0, "T"), (2, "T")]
+    assert named_numbers(moved) == [(0, "T"), (1, "T")]
+
+
 def test_figure_text_shared_by_chapters_has_one_translation():
     """The build translates figure text from one table for the whole book (figure_text._table),
     so a string drawn in several chapters must read the same in each: one wins otherwise."""
