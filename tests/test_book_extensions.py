@@ -59,7 +59,10 @@ def test_without_assets_the_cdn_defaults_stay(tmp_path):
 
 
 def test_book_kernels_are_told_to_draw_static_explorers(monkeypatch):
-    monkeypatch.delenv("BOOK_EXPLORERS", raising=False)
+    # setenv first, so that the variable static_explorers sets is removed again afterwards:
+    # left set, it turned the live explorers of later tests in this process static.
+    monkeypatch.setenv("BOOK_EXPLORERS", "")
+    monkeypatch.delenv("BOOK_EXPLORERS")
     offline_web.static_explorers(None)
     import os
 
