@@ -112,7 +112,8 @@ class DiagramDirective(SphinxDirective):
             raise self.error(str(error)) from None
         for source in drawing_sources():
             self.env.note_dependency(str(source))
-        return [nodes.raw("", html, format="html")]
+        # The class lets the Chinese build translate the drawn text (figure_text.DIAGRAM_CLASS).
+        return [nodes.raw("", html, format="html", classes=["book-diagram"])]
 
 
 def setup(app):

@@ -140,9 +140,15 @@ def chapter_strings(source: Path, cache_path: Path) -> list[str]:
 
 # -- the Sphinx side ----------------------------------------------------------------------------
 
+DIAGRAM_CLASS = "book-diagram"  # the class book_diagrams.py gives the HTML it writes
+
 
 def _outputs(doctree):
-    """The raw HTML outputs and the SVG images of a chapter's executed cells."""
+    """The raw HTML outputs and the SVG images of a chapter's executed cells, and the diagrams
+    a Markdown page draws with the ``{diagram}`` directive (book_diagrams.py)."""
+    for raw in doctree.findall(nodes.raw):
+        if DIAGRAM_CLASS in raw.get("classes", []):
+            yield raw
     for node in doctree.findall(nodes.container):
         if "cell_output" not in node.get("classes", []):
             continue

@@ -80,6 +80,19 @@ def test_every_message_shows_in_chinese():
     assert left == {}, f"shown in English on Chinese pages (run `make pot`, translate): {left}"
 
 
+def test_the_landing_pages_diagram_is_drawn_in_chinese():
+    """The {diagram} directive's drawing (book_diagrams.py) is translated as a chapter's figure
+    is: the Chinese landing page once showed the whole Transformer diagram in English."""
+    drawn = {
+        " ".join(unescape(re.sub(r"<[^>]+>", "", text)).split())
+        for text in re.findall(
+            r"<text\b[^>]*>(.*?)</text>", text_of(Path(ZH) / "book" / "intro.html"), re.S
+        )
+    }
+    assert {"源语言词元", "交叉注意力", "带掩码的自注意力"} <= drawn, sorted(drawn)[:20]
+    assert not drawn & {"source tokens", "Cross-attention", "Masked self-attention"}
+
+
 def glued(page: Path) -> Counter:
     found = re.findall(r'<span class="pasted-text">([^<]*)</span>', text_of(page))
     return Counter(unescape(v) for v in found)
