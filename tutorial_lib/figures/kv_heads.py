@@ -97,11 +97,13 @@ def cache_frame_html(runs: dict[KVSpec, Run], n_kv_head: int, d_c: int) -> str:
         )
     bars.xticks([0, 64, 128, 192, 256])
     gqa, mla = chosen
-    caption = (
-        f"{gqa.name}: {BYTES * cache_numbers(gqa)} bytes, {_mean(runs[gqa]):.0f}% right; "
-        f"{mla.name}: {BYTES * cache_numbers(mla)} bytes, {_mean(runs[mla]):.0f}% right; "
-        f"MHA: {BYTES * cache_numbers(mha)} bytes, {_mean(runs[mha]):.0f}% right (means over "
-        f"{len(runs[mha].accuracy)} seeds; vertical bars: the worst and the best seed)."
+    # The chosen grouping, the chosen latent and, unless the grouping is MHA itself, MHA.
+    shown = [gqa, mla] if gqa == mha else [gqa, mla, mha]
+    caption = "; ".join(
+        f"{s.name}: {BYTES * cache_numbers(s)} bytes, {_mean(runs[s]):.0f}% right" for s in shown
+    ) + (
+        f" (means over {len(runs[mha].accuracy)} seeds; vertical bars: the worst and the best "
+        "seed)."
     )
     legend = key([("grouped-query (MHA, GQA, MQA)", COLOURS["grouped"], "line"),
                   ("latent (MLA)", COLOURS["latent"], "line")])  # fmt: skip
