@@ -243,6 +243,25 @@ def test_a_bad_book_seed_stops_the_build():
         seeded_cache.cache_path("_build/.jupyter_cache", "one")
 
 
+def test_a_changed_library_empties_the_execution_cache(tmp_path):
+    """jupyter-cache keys an execution by the notebook's code alone: after a change to
+    tutorial_lib, an unchanged chapter would show the old library's outputs."""
+    library, cache = tmp_path / "tutorial_lib", tmp_path / "cache"
+    library.mkdir()
+    (library / "figures.py").write_text("LABEL = 'old'\n")
+    (cache / "records").mkdir(parents=True)  # a cache filled before any stamp: kept
+    old = seeded_cache.library_digest(library)
+    assert not seeded_cache.forget_if_library_changed(cache, old)
+    assert (cache / "records").is_dir()
+    assert not seeded_cache.forget_if_library_changed(cache, old)  # the same library: kept
+    (library / "figures.py").write_text("LABEL = 'new'\n")
+    new = seeded_cache.library_digest(library)
+    assert new != old
+    assert seeded_cache.forget_if_library_changed(cache, new)
+    assert not (cache / "records").exists()
+    assert (cache / seeded_cache.LIBRARY_STAMP).read_text().strip() == new
+
+
 class FakeConfig(dict):
     """Sphinx's config answers both config["name"] and config.name."""
 
