@@ -57,14 +57,20 @@ def library_digest(library: Path) -> str:
 def forget_if_library_changed(cache_dir: Path, digest: str) -> bool:
     """Empty ``cache_dir`` if it was filled by another library (its stamp differs from
     ``digest``), then stamp it with ``digest``. A cache without a stamp is kept. Returns whether
-    it was emptied."""
+    it was emptied. A cache already stamped with ``digest`` is not written to: builds that
+    share it run side by side (`make test`), and one must never read another's half-written
+    stamp as a different library."""
     stamp = cache_dir / LIBRARY_STAMP
-    changed = stamp.is_file() and stamp.read_text(encoding="utf-8").strip() != digest
-    if changed:
+    kept = stamp.read_text(encoding="utf-8").strip() if stamp.is_file() else None
+    if kept == digest:
+        return False
+    if kept is not None:
         shutil.rmtree(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(digest + "\n", encoding="utf-8")
-    return changed
+    partial = stamp.with_suffix(f".{os.getpid()}.tmp")  # written whole, then renamed
+    partial.write_text(digest + "\n", encoding="utf-8")
+    partial.replace(stamp)
+    return kept is not None
 
 
 def check_library(app, config):
