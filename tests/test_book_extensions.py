@@ -262,6 +262,21 @@ def test_a_changed_library_empties_the_execution_cache(tmp_path):
     assert (cache / seeded_cache.LIBRARY_STAMP).read_text().strip() == new
 
 
+def test_every_build_reads_its_chapters_again_after_a_library_change():
+    """The Chinese and instructor builds find the cache refilled and stamped by the English
+    build; their own pages, read with the old library, must still be read again."""
+    env = SimpleNamespace(found_docs={"book/intro", "book/q0_lookup"})
+    env.doc2path = lambda name: Path(f"/book/{name}.{'md' if name.endswith('intro') else 'ipynb'}")
+    app = SimpleNamespace(library_digest="old")
+    assert seeded_cache.chapters_to_read_again(app, env, set(), set(), set()) == [
+        "book/q0_lookup"
+    ]  # an environment from before the digest was kept: read again once
+    assert seeded_cache.chapters_to_read_again(app, env, set(), set(), set()) == []
+    app.library_digest = "new"
+    assert seeded_cache.chapters_to_read_again(app, env, set(), set(), set()) == ["book/q0_lookup"]
+    assert seeded_cache.chapters_to_read_again(app, env, set(), set(), set()) == []
+
+
 class FakeConfig(dict):
     """Sphinx's config answers both config["name"] and config.name."""
 

@@ -8,7 +8,8 @@ would serve the cached seed-0 results. The default seed keeps `_build/.jupyter_c
 For the same reason a cache is emptied when tutorial_lib's source changes: a chapter whose code
 is unchanged would otherwise show what the old library computed (a figure's old labels, old
 numbers), until someone edits the chapter. The cache keeps the library's digest in a file, and
-a build that finds another digest empties it and reads every chapter again.
+a build that finds another digest empties it; every build whose pages were read with another
+library reads its chapters again.
 """
 
 import hashlib
@@ -79,15 +80,19 @@ def check_library(app, config):
         return
     library = Path(spec.submodule_search_locations[0])
     cache_dir = Path(config.nb_execution_cache_path or ".jupyter_cache")  # as MyST-NB reads it
-    app.library_changed = forget_if_library_changed(cache_dir, library_digest(library))
-    if app.library_changed:
+    app.library_digest = library_digest(library)
+    if forget_if_library_changed(cache_dir, app.library_digest):
         logger.info("seeded_cache: tutorial_lib changed; %s emptied, every chapter runs again",
                     cache_dir)  # fmt: skip
 
 
 def chapters_to_read_again(app, env, added, changed, removed):
-    """After the library changed, every notebook page: Sphinx sees their sources unchanged."""
-    if not getattr(app, "library_changed", False):
+    """Every notebook page, when this build's pages were read with another library: Sphinx sees
+    their sources unchanged. Kept per environment, not per cache: the Chinese and instructor
+    builds read a cache the English build has already refilled and stamped."""
+    digest = getattr(app, "library_digest", None)
+    read_with, env.book_library_digest = getattr(env, "book_library_digest", None), digest
+    if digest is None or read_with == digest:
         return []
     return [name for name in env.found_docs if str(env.doc2path(name)).endswith(".ipynb")]
 
